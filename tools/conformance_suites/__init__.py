@@ -1,0 +1,1 @@
+"""One module per reference system; each exposes ``run(cases, golden, mode)``."""
