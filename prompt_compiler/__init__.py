@@ -1,10 +1,45 @@
-"""prompt_compiler: compile declarative prompt configs into the exact model inputs."""
+"""prompt_compiler: compile declarative prompt configs into the exact model inputs.
+
+The pipeline, each stage usable alone::
+
+    config -> template -> retrieve -> assemble -> render -> emit
+
+>>> import prompt_compiler as pc
+>>> tp = pc.PromptTemplate("Q: {question}\\nA: {answer}")
+>>> tp.gen_item({"question": "2+2?", "answer": "4"}, "", pc.Policy.of(), output_column="answer")
+'Q: 2+2?\\nA: '
+"""
 
 from __future__ import annotations
 
+from .assemble.base import Record
+from .compiler import CompiledDataset, Compiler
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
+from .model import Model, whitespace_tokens
+from .policy import DEFECTS, Policy
+from .promptlist import Marker, PromptList, RoleItem
+from .reader import ReaderConfig
+from .render import MetaTemplate
+from .template import PromptTemplate, RawPromptTemplate
 
 __version__ = "0.1.0"
 
-__all__ = [*_errors_all, "__version__"]
+__all__ = [
+    *_errors_all,
+    "DEFECTS",
+    "CompiledDataset",
+    "Compiler",
+    "Marker",
+    "MetaTemplate",
+    "Model",
+    "Policy",
+    "PromptList",
+    "PromptTemplate",
+    "RawPromptTemplate",
+    "ReaderConfig",
+    "Record",
+    "RoleItem",
+    "__version__",
+    "whitespace_tokens",
+]

@@ -1,0 +1,198 @@
+"""What every inferencer kind shares: the job, in-context examples, prompt dispatch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ..errors import DataError, MissingTokenError, PromptCompilerError, RetrievalError, TemplateError
+from ..model import Model
+from ..policy import Policy
+from ..promptlist import PromptList
+from ..reader import DatasetRows, ReaderConfig
+from ..retrieve import Retriever
+from ..template import Ice, PromptTemplate, RawPromptTemplate
+
+__all__ = ["Job", "Record", "Template"]
+
+Template = Union[PromptTemplate, RawPromptTemplate]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One compiled prompt: exactly what the model receives, and where it came from.
+
+    Attributes:
+        dataset: Dataset abbr.
+        model: Model abbr.
+        mode: ``gen``, ``ppl``, ``clp`` or ``chat``.
+        index: Test-row index within the (ranged) test split.
+        prompt: The model input: a str, or a message list for API/chat models.
+        intermediate: The template stage's output (PromptList, str or messages).
+        ice_ids: In-context example ids used (after ``max_seq_len`` truncation).
+        retrieved_ids: Ids the retriever chose (before truncation).
+        label: The PPL label this prompt scores (``None`` otherwise).
+        turn: The generation call within a chat row (``None`` otherwise).
+        token_len: Tokens of ``prompt`` by the model's counter.
+        chat_messages: OpenAI messages for chat-template models.
+        extra: Mode-specific fields (normalizing split, chat history, ...).
+    """
+
+    dataset: str
+    model: str
+    mode: str
+    index: int
+    prompt: Any
+    intermediate: Any = None
+    ice_ids: tuple[int, ...] = ()
+    retrieved_ids: tuple[int, ...] = ()
+    label: Any = None
+    turn: int | None = None
+    token_len: int | None = None
+    chat_messages: Any = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    """One dataset x model compile: templates, rows, retriever, model and policy."""
+
+    abbr: str
+    reader: ReaderConfig
+    rows: DatasetRows
+    ice_template: Template | None
+    prompt_template: Template | None
+    retriever: Retriever
+    model: Model
+    policy: Policy
+    options: Mapping[str, Any] = field(default_factory=dict)
+    _ice_cache: dict[int, Any] = field(default_factory=dict)
+
+    # -- in-context examples --------------------------------------------------
+
+    def ice_example(self, i: int) -> Any:
+        """Training row ``i`` rendered by the ice template (cached: rows repeat across tests)."""
+        try:
+            return self._ice_cache[i]
+        except KeyError:
+            pass
+        tp = self.ice_template
+        assert tp is not None
+        row = self.rows.train[i]
+        label = None
+        if tp.kind == "labels":
+            col = self.reader.output_column
+            if col is None:
+                raise DataError("a label-dict ice template needs reader_cfg.output_column",
+                                key_path="infer_cfg.ice_template")
+            label = row.get(col)
+        try:
+            item = tp.ice_item(row, label, self.policy)
+        except PromptCompilerError as err:
+            raise err.located(key_path="infer_cfg.ice_template",
+                              hint=None) if err.key_path is None else err
+        self._ice_cache[i] = item
+        return item
+
+    def build_ice(self, ids: Sequence[int]) -> Ice:
+        """The in-context block for ``ids``, joined as OpenCompass's retriever joins it."""
+        tp = self.ice_template
+        if tp is None:
+            if ids:
+                raise RetrievalError(
+                    "the retriever chose in-context examples but infer_cfg has no ice_template",
+                    key_path="infer_cfg", hint="add an ice_template or use ZeroRetriever",
+                    reference=("AssertionError", "You have not specified ice_template while "
+                               "retrieving examples from train set! Please either specify "
+                               "ice_template or use `ZeroRetriever`."))
+            return self.retriever.ice_eos_token
+        if isinstance(tp, RawPromptTemplate):
+            out: list[Any] = []
+            for i in ids:
+                out.extend(self.ice_example(i))
+            return out
+        if tp.kind == "meta":
+            sep, eos = "", ""
+        else:
+            sep, eos = self.retriever.ice_separator, self.retriever.ice_eos_token
+        examples = [self.ice_example(i) for i in ids]
+        if examples and isinstance(examples[0], PromptList):
+            items: list[Any] = []
+            for ex in examples:
+                items.extend(ex.items if isinstance(ex, PromptList) else (ex,))
+                if sep:
+                    items.append(sep)
+            items.append(eos)
+            return PromptList(tuple(items))
+        if any(not isinstance(e, str) for e in examples):
+            raise TemplateError("in-context examples mix str and section templates",
+                                key_path="infer_cfg.ice_template",
+                                reference=("TypeError", "sequence item: expected str instance"))
+        return sep.join(examples) + eos
+
+    # -- prompt dispatch ----------------------------------------------------------
+
+    def _main_template(self) -> tuple[Template, str]:
+        ice, prompt = self.ice_template, self.prompt_template
+        if prompt is not None and ice is not None:
+            if prompt.ice_token is None:
+                raise MissingTokenError(
+                    "prompt_template needs an ice_token when an ice_template is given",
+                    key_path="infer_cfg.prompt_template.ice_token",
+                    reference=("NotImplementedError", "ice_token of prompt_template is not provided"))
+            return prompt, "infer_cfg.prompt_template"
+        if ice is not None:
+            if ice.ice_token is None:
+                raise MissingTokenError(
+                    "without a prompt_template the ice_template also builds the prompt, so it "
+                    "needs an ice_token", key_path="infer_cfg.ice_template.ice_token",
+                    reference=("NotImplementedError", "ice_token of ice_template is not provided"))
+            return ice, "infer_cfg.ice_template"
+        if prompt is not None:
+            return prompt, "infer_cfg.prompt_template"
+        raise TemplateError("infer_cfg needs a prompt_template or an ice_template", key_path="infer_cfg",
+                            reference=("NotImplementedError", "Leaving prompt as empty is not supported"))
+
+    def gen_prompt(self, index: int, ice: Ice, replace_token: str = "") -> Any:
+        tp, path = self._main_template()
+        try:
+            return tp.gen_item(self.rows.test[index], ice, self.policy,
+                               output_column=self.reader.output_column, replace_token=replace_token)
+        except PromptCompilerError as err:
+            raise err.located(key_path=path)
+
+    def label_prompt(self, index: int, ice: Ice, label: Any, remain_sep: bool = False) -> Any:
+        tp, path = self._main_template()
+        try:
+            return tp.label_item(self.rows.test[index], ice, label, self.policy, remain_sep=remain_sep)
+        except PromptCompilerError as err:
+            raise err.located(key_path=path)
+
+    def labels(self) -> list[Any]:
+        """PPL labels: the template dict's keys, else the data's distinct answers."""
+        prompt, ice = self.prompt_template, self.ice_template
+        if isinstance(prompt, PromptTemplate) and not isinstance(prompt.template, str):
+            return prompt.labels
+        if isinstance(ice, PromptTemplate) and ice.ice_token is not None and not isinstance(ice.template, str):
+            return ice.labels
+        col = self.reader.output_column
+        if col is None:
+            raise DataError("PPL labels come from the output column, but reader_cfg has none",
+                            key_path="reader_cfg.output_column",
+                            hint="give a label-dict template or an output_column")
+        values = [row.get(col) for row in self.rows.test]
+        try:
+            distinct = list(dict.fromkeys(values))
+        except TypeError:
+            raise DataError(f"PPL labels in column {col!r} must be hashable values",
+                            key_path="reader_cfg.output_column") from None
+        if not self.policy.fixes("D6") and not any(isinstance(v, (str, bytes)) for v in distinct):
+            # OpenCompass orders labels by set iteration; for numbers that order is
+            # deterministic, so reproduce it. For strings it depends on PYTHONHASHSEED,
+            # which no process can reproduce: first appearance keeps output stable.
+            return list(set(values))
+        return distinct
+
+    def token_len(self, rendered: Any) -> int:
+        return self.model.token_len(rendered)

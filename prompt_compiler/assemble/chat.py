@@ -1,0 +1,148 @@
+"""ChatInferencer: multi-turn chats built from rows, one generation call per model turn.
+
+In-context examples are not used. A chat comes from the row's input and output
+columns (one turn, or one turn per list position), from a column that already holds
+a chat, or from a ``dialogue`` column. Modes: ``last`` (one call, on the history
+before the last assistant turn), ``every`` (one call per assistant turn, the model's
+reply replacing it) and ``every_with_gt`` (one call per assistant turn, history keeps
+the gold replies).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from ..errors import ConfigError, DataError, RenderError
+from ..promptlist import Marker, RoleItem
+from ..render import chat_to_api, chat_to_lm, to_chat_messages
+from .base import Job, Record
+
+__all__ = ["CHAT_MODES", "chat_records", "promptlist_to_chat"]
+
+CHAT_MODES = ("last", "every", "every_with_gt")
+_ROLE = {"SYSTEM": "system", "HUMAN": "user", "BOT": "assistant"}
+Reply = Callable[[Any], str]
+
+
+def promptlist_to_chat(prompt: Any, *, fixed: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """OpenAI-style messages from a template's output."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    out: list[dict[str, Any]] = []
+    for item in prompt:
+        if isinstance(item, Marker):
+            continue
+        if isinstance(item, str):
+            # OpenCompass tests `'section' in item`, a substring test on strings (D10),
+            # and indexes empty strings as dicts (D16).
+            if not fixed("D10") and "section" in item:
+                continue
+            if item:
+                out.append({"role": "user", "content": item})
+            elif not fixed("D16"):
+                raise RenderError(
+                    "an empty string item (e.g. an ice_token with no examples, or an empty "
+                    "cell) cannot become a chat message",
+                    hint="the default mode skips it (defect D16)",
+                    reference=("TypeError", "string indices must be integers, not 'str'"))
+            continue
+        assert isinstance(item, RoleItem)
+        role = _ROLE.get(item.role)
+        if role is not None:
+            out.append({"role": role, "content": item.prompt})
+    return out
+
+
+def _chats(job: Job, index: int) -> tuple[list[dict[str, Any]], bool]:
+    reader = job.reader
+    cols, out_col = reader.input_columns, reader.output_column
+    row = job.rows.test[index]
+    item = {k: v for k, v in row.items() if k in cols or k == out_col}
+
+    def chat_from(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+        tp = job.prompt_template
+        if tp is None and len(cols) == 1:
+            return [{"role": "user", "content": entry.get(cols[0])},
+                    {"role": "assistant", "content": entry.get(out_col, "")}]
+        if tp is None:
+            raise ConfigError("ChatInferencer needs a prompt_template when there are several "
+                              "input columns", key_path="infer_cfg.prompt_template",
+                              reference=("ValueError", ""))
+        chat = promptlist_to_chat(tp.gen_item(entry, "", job.policy), fixed=job.policy.fixes)
+        if not chat:
+            raise RenderError("the template produced no chat message for this row",
+                              reference=("IndexError", "list index out of range"))
+        if chat[-1]["role"] != "assistant":
+            chat.append({"role": "assistant", "content": entry.get(out_col, "")})
+        return chat
+
+    values = list(item.values())
+    if all(isinstance(v, str) for v in values):
+        return chat_from(item), False
+    if all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in values):
+        chat: list[dict[str, Any]] = []
+        for turn in zip(*values):
+            chat.extend(chat_from(dict(zip(item, turn))))
+        return chat, False
+    if len(cols) == 1 and isinstance(item.get(cols[0]), list) and all(
+            isinstance(m, dict) for m in item[cols[0]]):
+        return copy.deepcopy(item[cols[0]]), False
+    if "dialogue" in cols:
+        return copy.deepcopy(item["dialogue"]), True
+    raise DataError("cannot build a chat from this row: the input/output columns must all be "
+                    "strings, all lists of strings, one column holding a chat, or a 'dialogue' column",
+                    reference=("ValueError", "Cannot construct chat from the dataset."))
+
+
+def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = None) -> Iterator[Record]:
+    """One record per generation call. ``reply`` stands in for the model in ``every``
+    mode (its answer replaces each assistant turn); by default a visible placeholder."""
+    if infer_mode not in CHAT_MODES:
+        raise ConfigError(f"infer_mode must be one of {', '.join(CHAT_MODES)}, got {infer_mode!r}",
+                          key_path="infer_cfg.inferencer.infer_mode")
+    model = job.model
+    answer = reply or (lambda _prompt: "<model reply>")
+    origin: dict[int, list[Any]] = {}
+    counter = 0
+    for index in range(len(job.rows.test)):
+        chat, dialogue = _chats(job, index)
+        original = copy.deepcopy(chat)
+        turns = [i for i, m in enumerate(chat) if m["role"] == "assistant"]
+        if infer_mode == "last":
+            turns = turns[-1:]
+        pending: list[Record] = []
+        counter = index
+        for turn, pos in enumerate(turns):
+            history = chat[:pos]
+            if model.parser == "lm":
+                rendered: Any = chat_to_lm(history, model.meta_raw)
+            else:
+                rendered = chat_to_api(history, model.meta_raw or _default_meta(model))
+            messages = to_chat_messages(rendered) if model.parser == "hf_chat" else None
+            if infer_mode == "every":
+                chat[pos]["content"] = answer(rendered)
+            if infer_mode == "last":
+                origin[index] = history
+            elif not dialogue:
+                # OpenCompass files every_with_gt turns under a running counter, so a
+                # row's saved prompts spill into the next row's entry; reproduced as saved.
+                key = counter if infer_mode == "every_with_gt" else index
+                origin.setdefault(key, []).append(history[-1]["content"] if history else None)
+                if infer_mode == "every_with_gt":
+                    counter += 1
+            pending.append(Record(
+                dataset=job.abbr, model=model.abbr, mode="chat", index=index, prompt=rendered,
+                intermediate=history, turn=turn, token_len=job.token_len(rendered),
+                chat_messages=messages, extra={"chat": original},
+            ))
+        for rec in pending:
+            rec.extra["origin_prompt"] = origin.get(index)  # type: ignore[index]
+            yield rec
+
+
+def _default_meta(model: Any) -> Mapping[str, Any] | None:
+    return model.meta.raw if model.meta is not None else None
+
+

@@ -1,0 +1,37 @@
+"""CLPInferencer: one prompt per row whose next-token choice probabilities are scored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from ..errors import UnsupportedError
+from .base import Job, Record
+
+__all__ = ["clp_records"]
+
+
+def clp_records(job: Job, retrieved: Sequence[Sequence[int]]) -> Iterator[Record]:
+    """The gen-style prompt (answer masked), fitted so that prompt + 1 token <= max_seq_len."""
+    model = job.model
+    if model.is_api:
+        raise UnsupportedError(
+            "conditional log-probability (CLP) scoring needs token probabilities, which API "
+            "models do not return",
+            model=model.abbr, hint="use a gen or ppl config for API models",
+            reference=("ValueError", "API model is not supported for conditional log probability "
+                       "inference and skip this exp."))
+    for index, ids in enumerate(retrieved):
+        used = list(ids)
+        prompt = model.render(job.gen_prompt(index, job.build_ice(used)), "gen", job.policy)
+        if model.max_seq_len is not None:
+            while used and job.token_len(prompt) + 1 > model.max_seq_len:
+                used.pop()
+                prompt = job.gen_prompt(index, job.build_ice(used))
+                # OpenCompass measures and scores the rebuilt prompt unparsed (D9).
+                if job.policy.fixes("D9"):
+                    prompt = model.render(prompt, "gen", job.policy)
+        yield Record(
+            dataset=job.abbr, model=model.abbr, mode="clp", index=index, prompt=prompt,
+            ice_ids=tuple(used), retrieved_ids=tuple(ids),
+            token_len=job.token_len(prompt),
+        )

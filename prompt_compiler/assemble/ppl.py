@@ -1,0 +1,93 @@
+"""PPLInferencer: one prompt per (test row, label), each scored by perplexity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import RenderError
+
+from .base import Job, Record
+
+__all__ = ["ppl_records", "ppl_reference_failure"]
+
+
+def _split_normalizing(job: Job, prompt: Any, normalizing_str: str) -> dict[str, Any]:
+    """Context/answer split at the template's sep_token, for normalized PPL."""
+    if not isinstance(prompt, str):
+        raise RenderError("normalizing_str needs str templates (the prompt must be a string)",
+                          reference=("AssertionError", "Prompt must be a string when normalizing_str is set."))
+    tp = job.prompt_template or job.ice_template
+    sep = tp.sep_token if tp is not None else None
+    if sep is None:
+        raise RenderError("normalizing_str needs the template's sep_token to split context and answer",
+                          key_path="infer_cfg.prompt_template.sep_token",
+                          reference=("TypeError", "must be str, not None"))
+    pos = prompt.find(sep)
+    context = prompt[:pos]
+    answer = prompt[pos:].replace(sep, "")
+    return {
+        "scored": context + answer,
+        "context": context,
+        "mask_length": job.token_len(job.model.render(context, "ppl", job.policy)),
+        "normalizing_prompt": normalizing_str + answer,
+        "normalizing_mask_length": job.token_len(job.model.render(normalizing_str, "ppl", job.policy)),
+    }
+
+
+def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
+                labels: Sequence[Any] | None = None,
+                normalizing_str: str | None = None) -> Iterator[Record]:
+    """Per row and label: build, fit to ``max_seq_len``, render in ppl mode.
+
+    OpenCompass fits the examples label by label and carries the shortened list over
+    to later labels (defect D5); the default mode fits once per row, for all labels.
+    """
+    model, policy = job.model, job.policy
+    labels = list(labels) if labels is not None else job.labels()
+    remain_sep = normalizing_str is not None
+    limit = model.max_seq_len
+
+    def build(index: int, ids: list[int], label: Any, keep_sep: bool) -> tuple[Any, Any]:
+        prompt = job.label_prompt(index, job.build_ice(ids), label, keep_sep)
+        return prompt, model.render(prompt, "ppl", policy)
+
+    for index, ids in enumerate(retrieved):
+        used = list(ids)
+        if limit is not None and policy.fixes("D5"):
+            while used and any(job.token_len(build(index, used, lb, remain_sep)[1]) > limit
+                               for lb in labels):
+                used.pop()
+        for label in labels:
+            prompt, rendered = build(index, used, label, remain_sep)
+            if limit is not None and not policy.fixes("D5"):
+                while used and job.token_len(rendered) > limit:
+                    used.pop()
+                    # OpenCompass rebuilds without remain_sep here.
+                    prompt, rendered = build(index, used, label, False)
+            extra: dict[str, Any] = {}
+            token_len = job.token_len(rendered)
+            if normalizing_str is not None:
+                extra = _split_normalizing(job, prompt, normalizing_str)
+                rendered = model.render(extra.pop("scored"), "ppl", policy)
+            yield Record(
+                dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=rendered,
+                intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
+                token_len=token_len, chat_messages=model.chat_messages(rendered), extra=extra,
+            )
+
+
+def ppl_reference_failure(job: Job, first_ice: Any) -> tuple[str, str] | None:
+    """The error OpenCompass's PPLInferencer hits *after* building these prompts, if any.
+
+    With an API-style parser and a meta template the parsed prompts are message lists,
+    which its bookkeeping then treats as strings.
+    """
+    if job.model.parser == "lm" or job.model.meta is None:
+        return None
+    parsed_ice = job.model.render(first_ice, "ppl", job.policy) if first_ice is not None else ""
+    if isinstance(parsed_ice, str):
+        return ("AttributeError", "'PromptList' object has no attribute 'encode'")
+    return ("TypeError", "'in <string>' requires string as left operand, not PromptList")
+
+

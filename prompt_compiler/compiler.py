@@ -1,0 +1,265 @@
+"""The compiler: dataset config + rows + model -> records, through the pipeline stages.
+
+A :class:`Compiler` owns its registries (retrievers, inferencer kinds, token
+counters); registering a taken name raises. :meth:`Compiler.compile` validates a
+dataset config (the OpenCompass ``infer_cfg``/``reader_cfg`` shape, with ``type``
+given as a class name) and streams or collects the compiled records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .assemble.base import Job, Record, Template
+from .assemble.chat import chat_records
+from .assemble.clp import clp_records
+from .assemble.gen import gen_records
+from .assemble.ppl import ppl_records, ppl_reference_failure
+from .errors import ConfigError, PromptCompilerError, RegistryError
+from .model import Model, TokenCounter, whitespace_tokens
+from .policy import Policy
+from .reader import ReaderConfig, prepare_rows
+from .retrieve import Retriever, default_retrievers
+from .template import PromptTemplate, RawPromptTemplate
+
+__all__ = ["CompiledDataset", "Compiler"]
+
+INFERENCERS = {"GenInferencer": "gen", "PPLInferencer": "ppl", "CLPInferencer": "clp",
+               "ChatInferencer": "chat"}
+_INFERENCER_KEYS = {
+    "gen": {"max_out_len", "min_out_len", "batch_size", "max_seq_len", "gen_field_replace_token",
+            "stopping_criteria", "save_every", "generation_kwargs", "fix_id_list"},
+    "ppl": {"max_out_len", "batch_size", "max_seq_len", "labels", "fix_id_list"},
+    "clp": {"max_out_len", "batch_size", "max_seq_len", "single_token", "fix_id_list"},
+    "chat": {"max_out_len", "batch_size", "max_seq_len", "infer_mode", "save_every"},
+}
+
+
+def type_name(value: Any) -> str:
+    """``'opencompass.openicl.PromptTemplate'`` or a class -> ``'PromptTemplate'``."""
+    if isinstance(value, type):
+        value = value.__name__
+    return str(value).rsplit(".", 1)[-1]
+
+
+def _did_you_mean(name: str, options: Sequence[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, options, n=3)
+    return f"did you mean {' or '.join(map(repr, close))}?" if close else ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledDataset:
+    """All records of one dataset x model, plus what the reference system would add."""
+
+    dataset: str
+    model: str
+    kind: str
+    """``gen``, ``ppl``, ``clp`` or ``chat``."""
+    records: tuple[Record, ...]
+    labels: tuple[Any, ...] | None = None
+    retrieved: tuple[tuple[int, ...], ...] = ()
+    reference_failure: tuple[str, str] | None = None
+    """An error OpenCompass itself raises *after* building these prompts (PPL with API parsers)."""
+    infer_mode: str | None = None
+
+
+@dataclass
+class Compiler:
+    """Owns the registries and the compile policy.
+
+    Args:
+        mode: ``"default"`` (OpenCompass's listed defects fixed) or ``"opencompass"``.
+    """
+
+    mode: str = "default"
+    retrievers: dict[str, Callable[[Mapping[str, Any], str], Retriever]] = field(
+        default_factory=default_retrievers)
+    token_counters: dict[str, TokenCounter] = field(
+        default_factory=lambda: {"whitespace": whitespace_tokens})
+
+    def __post_init__(self) -> None:
+        self.policy = Policy.of(self.mode)
+
+    def register_retriever(self, name: str, builder: Callable[[Mapping[str, Any], str], Retriever]) -> None:
+        """Add a retriever type; a taken name raises :class:`RegistryError`."""
+        if name in self.retrievers:
+            raise RegistryError(f"a retriever named {name!r} is already registered")
+        self.retrievers[name] = builder
+
+    def register_token_counter(self, name: str, counter: TokenCounter) -> None:
+        if name in self.token_counters:
+            raise RegistryError(f"a token counter named {name!r} is already registered")
+        self.token_counters[name] = counter
+
+    # -- building -------------------------------------------------------------
+
+    def model(self, cfg: Mapping[str, Any] | Model, *, where: str = "model") -> Model:
+        if isinstance(cfg, Model):
+            return cfg
+        counter_name = cfg.get("tokenizer", "whitespace") if isinstance(cfg, Mapping) else "whitespace"
+        if counter_name not in self.token_counters:
+            raise RegistryError(f"unknown token counter {counter_name!r}; available: "
+                                f"{', '.join(self.token_counters)}", key_path=f"{where}.tokenizer")
+        return Model.from_dict(cfg, where=where, count_tokens=self.token_counters[counter_name])
+
+    @staticmethod
+    def _template(cfg: Any, where: str) -> Template:
+        if isinstance(cfg, (PromptTemplate, RawPromptTemplate)):
+            return cfg
+        if not isinstance(cfg, Mapping):
+            raise ConfigError(f"a template config must be a dict with a 'type', got {cfg!r}",
+                              key_path=where)
+        kind = type_name(cfg.get("type", "PromptTemplate"))
+        params = {k: v for k, v in cfg.items() if k != "type"}
+        if kind == "PromptTemplate":
+            unknown = set(params) - {"template", "ice_token", "sep_token"}
+            if unknown or "template" not in params:
+                raise ConfigError(
+                    "PromptTemplate takes template, ice_token and sep_token"
+                    + (f"; unexpected: {', '.join(sorted(map(str, unknown)))}" if unknown else
+                       "; 'template' is missing"), key_path=where)
+            return PromptTemplate(params["template"], params.get("ice_token"), params.get("sep_token"),
+                                  where=f"{where}.template")
+        if kind == "RawPromptTemplate":
+            if "messages" not in params:
+                raise ConfigError("RawPromptTemplate needs 'messages'", key_path=where)
+            return RawPromptTemplate.build(params["messages"], params.get("format_variables", True),
+                                           params.get("ice_token", "</E>"), where=where)
+        raise RegistryError(
+            f"unknown template type {kind!r}; available: PromptTemplate, RawPromptTemplate",
+            key_path=f"{where}.type", hint=_did_you_mean(kind, ["PromptTemplate", "RawPromptTemplate"]))
+
+    def job(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model,
+            options: Mapping[str, Any] | None = None) -> tuple[Job, str, dict[str, Any]]:
+        """Validate a dataset config and build the compile job (templates parsed once)."""
+        abbr = str(dataset.get("abbr") or "dataset")
+        try:
+            return self._job(abbr, dataset, model, options or {})
+        except PromptCompilerError as err:
+            raise err.located(dataset=abbr)
+
+    def _job(self, abbr: str, dataset: Mapping[str, Any], model_cfg: Mapping[str, Any] | Model,
+             options: Mapping[str, Any]) -> tuple[Job, str, dict[str, Any]]:
+        infer = dataset.get("infer_cfg")
+        if not isinstance(infer, Mapping):
+            raise ConfigError("infer_cfg is required and must be a dict", key_path="infer_cfg")
+        reader = ReaderConfig.from_dict(dataset.get("reader_cfg"))
+        model = self.model(model_cfg)
+        ice = self._template(infer["ice_template"], "infer_cfg.ice_template") \
+            if "ice_template" in infer else None
+        prompt = self._template(infer["prompt_template"], "infer_cfg.prompt_template") \
+            if "prompt_template" in infer else None
+        if ice is None and prompt is None:
+            raise ConfigError("infer_cfg needs a prompt_template or an ice_template", key_path="infer_cfg",
+                              reference=("AssertionError", ""))
+        ret_cfg = infer.get("retriever") or {"type": "ZeroRetriever"}
+        if not isinstance(ret_cfg, Mapping):
+            raise ConfigError("retriever must be a dict with a 'type'", key_path="infer_cfg.retriever")
+        ret_type = type_name(ret_cfg.get("type"))
+        if ret_type not in self.retrievers:
+            raise RegistryError(
+                f"unknown retriever {ret_type!r}; available: {', '.join(self.retrievers)}",
+                key_path="infer_cfg.retriever.type", hint=_did_you_mean(ret_type, list(self.retrievers)))
+        retriever = self.retrievers[ret_type](
+            {k: v for k, v in ret_cfg.items() if k != "type"}, "infer_cfg.retriever")
+        inf_cfg = infer.get("inferencer")
+        if not isinstance(inf_cfg, Mapping):
+            raise ConfigError("inferencer must be a dict with a 'type'", key_path="infer_cfg.inferencer")
+        inf_type = type_name(inf_cfg.get("type"))
+        if inf_type not in INFERENCERS:
+            raise RegistryError(
+                f"unknown inferencer {inf_type!r}; available: {', '.join(INFERENCERS)}",
+                key_path="infer_cfg.inferencer.type", hint=_did_you_mean(inf_type, list(INFERENCERS)))
+        kind = INFERENCERS[inf_type]
+        params = {k: v for k, v in inf_cfg.items() if k != "type"}
+        unknown = set(params) - _INFERENCER_KEYS[kind]
+        if unknown:
+            raise ConfigError(f"{inf_type} does not take {', '.join(sorted(unknown))}; it accepts "
+                              f"{', '.join(sorted(_INFERENCER_KEYS[kind]))}",
+                              key_path="infer_cfg.inferencer")
+        rows = prepare_rows(abbr, reader, splits=dataset.get("splits"), rows=dataset.get("rows"),
+                            where="dataset") if ("splits" in dataset or "rows" in dataset) else None
+        if rows is None:
+            raise ConfigError("the dataset has no rows: give 'rows' or 'splits' (or load them "
+                              "with prompt_compiler.data first)", key_path="dataset")
+        for col in reader.input_columns:
+            if rows.test and col not in rows.test[0]:
+                from .errors import MissingFieldError
+
+                raise MissingFieldError(
+                    f"input column {col!r} is not in the rows; columns: "
+                    f"{', '.join(rows.test[0])}", key_path="reader_cfg.input_columns", row=0)
+        job = Job(abbr, reader, rows, ice, prompt, retriever, model, self.policy, dict(options))
+        return job, kind, params
+
+    # -- compiling --------------------------------------------------------------
+
+    def iter_records(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
+                     options: Mapping[str, Any] | None = None,
+                     reply: Callable[[Any], str] | None = None) -> Iterator[Record]:
+        """Stream the records of one dataset x model (see :meth:`compile`)."""
+        job, kind, params = self.job(dataset, model, options)
+        yield from self._records(job, kind, params, reply)[1]
+
+    def _records(self, job: Job, kind: str, params: Mapping[str, Any],
+                 reply: Callable[[Any], str] | None) -> tuple[list[list[int]], Iterator[Record]]:
+        try:
+            retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
+        except PromptCompilerError as err:
+            raise err.located(dataset=job.abbr)
+        if kind == "gen":
+            token = params.get("gen_field_replace_token", "")
+            records = gen_records(job, retrieved, gen_field_replace_token=token)
+        elif kind == "ppl":
+            records = ppl_records(job, retrieved, labels=params.get("labels"),
+                                  normalizing_str=job.options.get("normalizing_str"))
+        elif kind == "clp":
+            records = clp_records(job, retrieved)
+        else:
+            records = chat_records(job, infer_mode=params.get("infer_mode", "last"), reply=reply)
+        return retrieved, _located(records, job)
+
+    def compile(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
+                options: Mapping[str, Any] | None = None,
+                reply: Callable[[Any], str] | None = None) -> CompiledDataset:
+        """Compile every prompt of one dataset for one model.
+
+        Args:
+            dataset: A dataset config: ``abbr``, ``reader_cfg``, ``infer_cfg`` and the rows
+                (``rows``, or ``splits`` by name).
+            model: A model config (``abbr``, ``parser``, ``meta_template``, ``max_seq_len``)
+                or a :class:`Model`.
+            options: ``{"normalizing_str": ...}`` for normalized PPL scoring.
+            reply: Stands in for the model's answers in ChatInferencer ``every`` mode.
+        """
+        job, kind, params = self.job(dataset, model, options)
+        retrieved, records = self._records(job, kind, params, reply)
+        out = tuple(records)
+        labels = None
+        failure = None
+        if kind == "ppl":
+            labels = tuple(params["labels"]) if params.get("labels") is not None else tuple(job.labels())
+            if retrieved:
+                failure = ppl_reference_failure(job, job.build_ice(retrieved[0]))
+        return CompiledDataset(job.abbr, job.model.abbr, kind, out, labels,
+                               tuple(tuple(r) for r in retrieved), failure,
+                               params.get("infer_mode", "last") if kind == "chat" else None)
+
+
+def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:
+    """Attach dataset/model/row to any error raised while a row is compiled."""
+    index = 0
+    it = iter(records)
+    while True:
+        try:
+            rec = next(it)
+        except StopIteration:
+            return
+        except PromptCompilerError as err:
+            raise err.located(dataset=job.abbr, model=job.model.abbr, row=index)
+        index = rec.index
+        yield rec

@@ -1,0 +1,99 @@
+"""Placeholder filling for ``{column}`` templates.
+
+Two semantics exist, chosen by the compile policy:
+
+* **single pass** (default mode, fixing OpenCompass defect D1): the template text is
+  scanned once; each ``{k}`` whose ``k`` is a column of the row is replaced by
+  ``str(value)`` and scanning resumes after the inserted text, so values are never
+  re-interpreted. Unknown ``{x}``, lone braces and ``{{`` stay as written
+  (``{{a}}`` gives ``{`` + value + ``}``: there is no escape syntax).
+* **sequential** (``compat="opencompass"``): for each column in row order, every
+  ``{k}`` of the *current* text is replaced, so a value containing ``{later_col}``
+  is filled again by a later column (OpenCompass's ``safe_format``).
+
+A :class:`Pattern` is parsed once per template text and filled per row. When no
+key or value of a row contains a brace, the two semantics coincide, so the compiled
+pattern also serves compat mode on that fast path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Pattern", "RowValues", "fill_sequential", "fill_single_pass"]
+
+_SLOT = re.compile(r"\{([^{}]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class RowValues:
+    """A row prepared for filling: its values stringified once, in column order."""
+
+    values: dict[str, str]
+    """Column name -> ``str(value)``, in the row's column order."""
+    brace_free: bool
+    """True when no key or value contains ``{`` or ``}`` (both semantics agree then)."""
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> RowValues:
+        values = {str(k): str(v) for k, v in row.items()}
+        brace_free = not any(
+            "{" in s or "}" in s for pair in values.items() for s in pair
+        )
+        return cls(values, brace_free)
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A template text split once into literal text and ``{name}`` slots."""
+
+    source: str
+    parts: tuple[str, ...]
+    """Alternating literal, slot name, literal, ... (odd indexes are slot names)."""
+
+    @classmethod
+    def parse(cls, text: str) -> Pattern:
+        pieces: list[str] = []
+        last = 0
+        for m in _SLOT.finditer(text):
+            pieces.append(text[last:m.start()])
+            pieces.append(m.group(1))
+            last = m.end()
+        pieces.append(text[last:])
+        return cls(text, tuple(pieces))
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """The placeholder names, in order of appearance."""
+        return self.parts[1::2]
+
+    def fill(self, row: RowValues, *, sequential: bool = False) -> str:
+        """Fill with a row; ``sequential`` selects OpenCompass's semantics."""
+        if len(self.parts) == 1:
+            return self.source
+        if sequential and not row.brace_free:
+            return fill_sequential(self.source, row.values)
+        values = row.values
+        out = []
+        for i, part in enumerate(self.parts):
+            if i % 2 == 0:
+                out.append(part)
+            else:
+                value = values.get(part)
+                out.append("{" + part + "}" if value is None else value)
+        return "".join(out)
+
+
+def fill_sequential(text: str, values: Mapping[str, str]) -> str:
+    """OpenCompass's ``safe_format``: replace ``{k}`` for each key in order, re-scanning."""
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def fill_single_pass(text: str, values: Mapping[str, str]) -> str:
+    """Fill ``text`` once, left to right, never re-reading inserted values."""
+    return Pattern.parse(text).fill(RowValues(dict(values), brace_free=True))

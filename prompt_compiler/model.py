@@ -1,0 +1,91 @@
+"""The model side of a compile: renderer kind, meta template, length limit, token counter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError, PromptCompilerError, RegistryError
+from .policy import Policy
+from .render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
+from .render.api import prompt_text
+
+__all__ = ["Model", "TokenCounter", "whitespace_tokens"]
+
+TokenCounter = Callable[[str], int]
+
+
+def whitespace_tokens(text: str) -> int:
+    """Whitespace-separated words: the built-in counter (and the reference cases')."""
+    return len(text.split())
+
+
+PARSERS = ("lm", "api", "hf_chat")
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """How one model consumes prompts.
+
+    Attributes:
+        abbr: The model's name in records.
+        parser: ``lm`` (one string), ``api`` (OpenCompass API messages) or ``hf_chat``
+            (API messages, then OpenAI chat messages for the tokenizer's chat template).
+        meta: The validated meta template (``None`` = none).
+        max_seq_len: Prompts longer than this drop in-context examples from the end.
+        batch_size: Kept for records; prompts do not depend on it.
+        count_tokens: Token counter used for ``max_seq_len`` and ``token_len``.
+    """
+
+    abbr: str
+    parser: str
+    meta: MetaTemplate | None
+    max_seq_len: int | None = None
+    batch_size: int | None = None
+    count_tokens: TokenCounter = field(default=whitespace_tokens)
+    meta_raw: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
+                  count_tokens: TokenCounter = whitespace_tokens) -> Model:
+        """Build from a case-format model dict (``name``/``abbr``, ``parser``, ``meta_template``...)."""
+        if not isinstance(cfg, Mapping):
+            raise ConfigError(f"a model config must be a dict, got {type(cfg).__name__}", key_path=where)
+        abbr = cfg.get("abbr") or cfg.get("name") or "model"
+        parser = cfg.get("parser") or cfg.get("renderer") or "lm"
+        if parser not in PARSERS:
+            raise RegistryError(f"unknown renderer {parser!r}; available: {', '.join(PARSERS)}",
+                                key_path=f"{where}.parser", model=str(abbr))
+        raw = cfg.get("meta_template")
+        try:
+            meta = MetaTemplate.parse(raw or (DEFAULT_CHAT_META if parser == "hf_chat" else None),
+                                      where=f"{where}.meta_template", lm=parser == "lm")
+        except PromptCompilerError as err:
+            raise err.located(model=str(abbr))
+        max_len = cfg.get("max_seq_len")
+        if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)):
+            raise ConfigError(f"max_seq_len must be an int or null, got {max_len!r}",
+                              key_path=f"{where}.max_seq_len", model=str(abbr))
+        return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw)
+
+    @property
+    def is_api(self) -> bool:
+        return self.parser == "api"
+
+    def render(self, prompt: Any, mode: str, policy: Policy) -> Any:
+        """The model input for a compiled prompt (``mode``: ``gen`` or ``ppl``)."""
+        if self.parser == "lm":
+            return render_lm(prompt, self.meta, mode, policy)
+        return render_api(prompt, self.meta, mode, policy)
+
+    def chat_messages(self, rendered: Any) -> list[dict[str, str]] | None:
+        """OpenAI messages for chat-template models (``None`` for other parsers)."""
+        return to_chat_messages(rendered) if self.parser == "hf_chat" else None
+
+    def token_len(self, rendered: Any) -> int:
+        """Tokens of a rendered prompt (a raw message list counts each message's repr)."""
+        text = prompt_text(rendered)
+        if isinstance(text, str):
+            return self.count_tokens(text)
+        return sum(self.count_tokens(t) for t in text)

@@ -1,0 +1,152 @@
+"""Dataset rows as OpenCompass's dataset reader presents them to templates.
+
+Every split is normalised the way a Hugging Face ``Dataset.from_list`` plus
+OpenCompass's ``BaseDataset`` would leave it: the columns are the first row's keys
+(in order; a later row's missing key reads ``None``), and two columns are appended,
+``subdivision`` (the dataset abbr, or ``"{abbr}_{split}"`` for named splits) and
+``idx`` (the row's index within its split; an existing ``idx`` is overwritten in place).
+``reader_cfg`` then picks the train and test splits and applies ranges.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError, DataError
+
+__all__ = ["DatasetRows", "ReaderConfig", "prepare_rows"]
+
+Row = dict[str, Any]
+_SLICE = re.compile(r"^\s*\[\s*([+-]?\d*)\s*:\s*([+-]?\d*)\s*(?::\s*([+-]?\d*)\s*)?\]\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderConfig:
+    """OpenCompass's ``reader_cfg``: which columns are inputs and which is the answer."""
+
+    input_columns: tuple[str, ...]
+    output_column: str | None = None
+    train_split: str = "train"
+    test_split: str = "test"
+    train_range: Any = None
+    test_range: Any = None
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping[str, Any] | None, *, where: str = "reader_cfg") -> ReaderConfig:
+        if cfg is None:
+            raise ConfigError("reader_cfg is required", key_path=where)
+        if not isinstance(cfg, Mapping):
+            raise ConfigError(f"reader_cfg must be a dict, got {type(cfg).__name__}", key_path=where)
+        cols = cfg.get("input_columns")
+        if isinstance(cols, str):
+            cols = cols.split()
+        if not isinstance(cols, (list, tuple)) or not all(isinstance(c, str) for c in cols):
+            raise ConfigError(
+                f"input_columns must be a list of column names, got {cols!r}",
+                key_path=f"{where}.input_columns",
+            )
+        out = cfg.get("output_column") or None
+        if out is not None and not isinstance(out, str):
+            raise ConfigError(f"output_column must be a column name, got {out!r}",
+                              key_path=f"{where}.output_column")
+        return cls(
+            tuple(cols), out,
+            str(cfg.get("train_split") or "train"), str(cfg.get("test_split") or "test"),
+            cfg.get("train_range"), cfg.get("test_range"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRows:
+    """The train (in-context example pool) and test rows of one dataset."""
+
+    train: tuple[Row, ...]
+    test: tuple[Row, ...]
+
+
+def _normalise(rows: Sequence[Any], subdivision: str, where: str) -> list[Row]:
+    if not isinstance(rows, (list, tuple)):
+        raise DataError(f"rows must be a list of objects, got {type(rows).__name__}", key_path=where)
+    if not rows:
+        return []
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise DataError(f"each row must be an object (dict), got {type(row).__name__}",
+                            key_path=where, row=i)
+    columns = list(rows[0].keys())
+    out = []
+    for i, row in enumerate(rows):
+        new = {c: row.get(c) for c in columns}
+        new["subdivision"] = subdivision
+        new["idx"] = i
+        out.append(new)
+    return out
+
+
+def _apply_range(rows: list[Row], rng: Any, where: str) -> list[Row]:
+    if rng is None:
+        return rows
+    index = list(range(len(rows)))
+    if isinstance(rng, str):
+        m = _SLICE.match(rng)
+        if not m:
+            raise ConfigError(f"a range string must be a slice like '[0:10]', got {rng!r}",
+                              key_path=where)
+        start, stop, step = (int(g) if g not in (None, "", "+", "-") else None for g in m.groups())
+        if step == 0:
+            raise ConfigError("a range slice step cannot be 0", key_path=where)
+        return [rows[i] for i in index[start:stop:step]]
+    if isinstance(rng, bool) or not isinstance(rng, (int, float)):
+        raise ConfigError(f"a range must be an int, a float or a slice string, got {rng!r}",
+                          key_path=where)
+    size: float = rng
+    if 0 < size < 1 and isinstance(size, float):
+        size = int(size * len(rows))
+    if size <= 0 or size >= len(rows):
+        return rows
+    random.Random(size).shuffle(index)
+    return [rows[i] for i in index[: int(size)]]
+
+
+def prepare_rows(
+    abbr: str | None,
+    reader: ReaderConfig,
+    *,
+    splits: Mapping[str, Sequence[Any]] | None = None,
+    rows: Sequence[Any] | None = None,
+    where: str = "dataset",
+) -> DatasetRows:
+    """Select and normalise the train and test rows per ``reader``.
+
+    Args:
+        abbr: The dataset abbr (``subdivision`` value); ``None`` reads ``"dataset"``.
+        reader: The reader config.
+        splits: Named splits (``{"train": [...], "test": [...]}``).
+        rows: One list used as both train and test.
+        where: Key path of the data, for errors.
+    """
+    name = abbr or "dataset"
+    if rows is not None:
+        one = _normalise(rows, name, f"{where}.rows")
+        train, test = one, one
+    elif splits is not None:
+        def get(split: str, role: str) -> list[Row]:
+            if split not in splits:
+                raise DataError(
+                    f"the {role} split {split!r} is missing; available splits: "
+                    f"{', '.join(map(repr, splits)) or 'none'}",
+                    key_path=f"reader_cfg.{role}_split",
+                )
+            return _normalise(splits[split], f"{name}_{split}", f"{where}.splits.{split}")
+
+        train = get(reader.train_split, "train")
+        test = train if reader.test_split == reader.train_split else get(reader.test_split, "test")
+    else:
+        raise DataError("the dataset has no rows (neither 'rows' nor 'splits')", key_path=where)
+    train = _apply_range(train, reader.train_range, "reader_cfg.train_range")
+    test = _apply_range(test, reader.test_range, "reader_cfg.test_range")
+    return DatasetRows(tuple(train), tuple(test))

@@ -1,0 +1,91 @@
+"""Chat-shaped rendering: OpenAI messages for chat-template models and ChatInferencer.
+
+* :func:`to_chat_messages` turns an API prompt into the OpenAI messages a
+  ``HuggingFacewithChatTemplate`` model hands to its tokenizer's chat template
+  (roles mapped, empty prompts dropped, consecutive roles merged with ``'\\n'``).
+* :func:`chat_to_lm` / :func:`chat_to_api` render a whole OpenAI-style chat for
+  ChatInferencer, which bypasses the PromptList path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import MetaTemplateError, RenderError, UnknownRoleError
+from .api import ApiPrompt
+
+__all__ = ["chat_to_api", "chat_to_lm", "to_chat_messages"]
+
+_TO_OPENAI = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
+_FROM_OPENAI = {v: k for k, v in _TO_OPENAI.items()}
+
+
+def to_chat_messages(rendered: Any) -> list[dict[str, str]]:
+    """OpenAI messages from an API-rendered prompt (a str becomes one user message)."""
+    if isinstance(rendered, str):
+        return [{"role": "user", "content": rendered}]
+    messages: list[dict[str, str]] = []
+    for item in rendered:
+        if isinstance(item, str):
+            raise RenderError(
+                "a raw string (the meta template's begin) cannot become a chat message",
+                reference=("TypeError", "string indices must be integers, not 'str'"))
+        if "prompt" not in item:
+            raise RenderError(
+                "an OpenAI-style message list cannot go through the chat-template model's "
+                "API prompt conversion (it expects 'prompt' keys)",
+                reference=("KeyError", "'prompt'"))
+        if not item["prompt"]:
+            continue
+        role = _TO_OPENAI.get(item["role"])
+        if role is None:
+            raise UnknownRoleError(
+                f"api role {item['role']!r} has no chat equivalent; expected HUMAN, BOT or SYSTEM",
+                reference=("KeyError", repr(item["role"])))
+        if messages and messages[-1]["role"] == role:
+            messages[-1] = {"role": role, "content": messages[-1]["content"] + "\n" + item["prompt"]}
+        else:
+            messages.append({"role": role, "content": item["prompt"]})
+    return messages
+
+
+def _chat_roles(meta: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    roles: dict[str, dict[str, Any]] = {}
+    if meta:
+        for key in ("round", "reserved_roles"):
+            for item in meta.get(key, []) or []:
+                if isinstance(item, Mapping):
+                    roles[_TO_OPENAI.get(item["role"], item["role"])] = dict(item)
+    return roles
+
+
+def chat_to_lm(chat: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None) -> str:
+    """A chat as one string: each message wrapped by its role, then the assistant's begin."""
+    roles = _chat_roles(meta)
+    if not roles:
+        return "\n".join(str(m.get("content") or "") for m in chat)
+    out = []
+    for message in chat:
+        cfg = roles.get(message["role"], {})
+        out.append((cfg.get("begin") or "") + (message.get("content") or "") + (cfg.get("end") or ""))
+    if "assistant" not in roles:
+        raise MetaTemplateError(
+            "the meta template has no BOT role, so a chat cannot end with the model's turn",
+            reference=("KeyError", "'assistant'"))
+    out.append(roles["assistant"].get("begin") or "")
+    return "".join(out)
+
+
+def chat_to_api(chat: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None) -> ApiPrompt:
+    """A chat as API messages (``{"role": api_role, "prompt": content}``)."""
+    roles = _chat_roles(meta) or {
+        "system": {"api_role": "SYSTEM"}, "user": {"api_role": "HUMAN"},
+        "assistant": {"api_role": "BOT", "generate": True},
+    }
+    out = ApiPrompt()
+    for message in chat:
+        cfg = roles.get(message["role"])
+        role = cfg["api_role"] if cfg is not None else message["role"]
+        out.append({"role": role, "prompt": message.get("content") or ""})
+    return out

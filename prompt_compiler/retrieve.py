@@ -1,0 +1,208 @@
+"""Retrievers: which training rows become each test row's in-context examples.
+
+Each retriever returns, for every test row, a list of training-row ids. They mirror
+OpenCompass's retrievers, including its separator defaults (``ice_separator`` and
+``ice_eos_token`` are ``'\\n'`` except for :class:`ZeroRetriever`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .errors import ConfigError, RetrievalError, UnsupportedError
+from .policy import Policy
+from .reader import ReaderConfig
+
+__all__ = [
+    "BM25Retriever",
+    "FixKRetriever",
+    "RandomRetriever",
+    "Retriever",
+    "SlidingWindowRetriever",
+    "ZeroRetriever",
+    "default_retrievers",
+]
+
+Row = Mapping[str, Any]
+
+
+class Retriever(Protocol):
+    """Chooses in-context example ids for every test row."""
+
+    ice_separator: str
+    ice_eos_token: str
+
+    def retrieve(
+        self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig, policy: Policy
+    ) -> list[list[int]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ZeroRetriever:
+    """No examples (zero-shot)."""
+
+    ice_separator: str = ""
+    ice_eos_token: str = ""
+
+    def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
+                 policy: Policy) -> list[list[int]]:
+        return [[] for _ in test]
+
+
+@dataclass(frozen=True, slots=True)
+class FixKRetriever:
+    """The same fixed ids (order kept, repeats allowed) for every test row."""
+
+    fix_id_list: tuple[int, ...] = ()
+    ice_separator: str = "\n"
+    ice_eos_token: str = "\n"
+    ice_num: int = 1  # accepted for compatibility; OpenCompass ignores it too
+
+    def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
+                 policy: Policy) -> list[list[int]]:
+        for pos, i in enumerate(self.fix_id_list):
+            if not 0 <= i < len(train):
+                raise RetrievalError(
+                    f"fix_id_list[{pos}] = {i} is out of range: the training split has "
+                    f"{len(train)} rows (ids 0..{len(train) - 1})",
+                    key_path=f"infer_cfg.retriever.fix_id_list[{pos}]",
+                    reference=("AssertionError", "Index out of range"),
+                )
+        return [list(self.fix_id_list) for _ in test]
+
+
+@dataclass(frozen=True, slots=True)
+class RandomRetriever:
+    """``ice_num`` distinct random ids per row, drawn in row order from one seeded stream.
+
+    The draws equal OpenCompass's (NumPy's legacy ``RandomState`` seeded once), so the
+    ids of a row depend on its position in the test split, not on which rows are compiled.
+    """
+
+    ice_num: int = 1
+    seed: int = 43
+    ice_separator: str = "\n"
+    ice_eos_token: str = "\n"
+
+    def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
+                 policy: Policy) -> list[list[int]]:
+        if self.ice_num > len(train):
+            raise RetrievalError(
+                f"ice_num={self.ice_num} examples cannot be drawn without replacement from "
+                f"{len(train)} training rows", key_path="infer_cfg.retriever.ice_num",
+                reference=("ValueError", "Cannot take a larger sample than population when 'replace=False'"),
+            )
+        rng = np.random.RandomState(self.seed)
+        return [[int(i) for i in rng.choice(len(train), self.ice_num, replace=False)]
+                for _ in test]
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingWindowRetriever:
+    """The ``k`` rows before each test row, wrapping around to the end of the pool."""
+
+    k: int = 1
+    ice_separator: str = "\n"
+    ice_eos_token: str = "\n"
+    ice_num: int = 1
+
+    def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
+                 policy: Policy) -> list[list[int]]:
+        n, k = len(train), self.k
+        out = []
+        for i in range(len(test)):
+            if i < k:
+                out.append(list(range(n - (k - i), n)) + list(range(i)))
+            else:
+                out.append(list(range(i - k, i)))
+        return out
+
+
+@dataclass(slots=True)
+class BM25Retriever:
+    """The ``ice_num`` training rows with the highest BM25 score against the test row."""
+
+    ice_num: int = 1
+    ice_separator: str = "\n"
+    ice_eos_token: str = "\n"
+    _extra: dict[str, Any] = field(default_factory=dict)
+
+    def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
+                 policy: Policy) -> list[list[int]]:
+        from .bm25 import BM25Index
+
+        def text(row: Row) -> str:
+            return " ".join(str(row.get(c)) for c in reader.input_columns)
+
+        index = BM25Index([text(r) for r in train])
+        stable = policy.fixes("D17")
+        return [index.rank(text(r), self.ice_num, stable_ties=stable) for r in test]
+
+
+# -- construction from config -------------------------------------------------------
+
+_COMMON = {"ice_separator", "ice_eos_token", "ice_num", "index_split", "test_split"}
+
+
+def _builder(cls: Any, accepted: set[str], required: tuple[str, ...] = ()) -> Callable[..., Any]:
+    def build(params: Mapping[str, Any], where: str) -> Retriever:
+        unknown = sorted(set(params) - accepted - _COMMON)
+        if unknown:
+            raise ConfigError(
+                f"{cls.__name__} does not take {', '.join(map(repr, unknown))}; it accepts "
+                f"{', '.join(sorted(accepted | _COMMON))}", key_path=where,
+            )
+        for name in required:
+            if name not in params:
+                raise ConfigError(f"{cls.__name__} needs {name!r}", key_path=where)
+        kwargs = {k: v for k, v in params.items() if k in accepted or k in _COMMON}
+        for k in ("index_split", "test_split"):
+            kwargs.pop(k, None)
+        if cls is ZeroRetriever:
+            kwargs.pop("ice_num", None)
+            kwargs.pop("ice_separator", None)
+        if "fix_id_list" in kwargs:
+            ids = kwargs["fix_id_list"]
+            if not isinstance(ids, (list, tuple)) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in ids
+            ):
+                raise ConfigError(f"fix_id_list must be a list of ints, got {ids!r}",
+                                  key_path=f"{where}.fix_id_list")
+            kwargs["fix_id_list"] = tuple(ids)
+        for k in ("ice_separator", "ice_eos_token"):
+            if k in kwargs and not isinstance(kwargs[k], str):
+                raise ConfigError(f"{k} must be a str, got {kwargs[k]!r}", key_path=f"{where}.{k}")
+        for k in ("ice_num", "k", "seed"):
+            if k in kwargs and (not isinstance(kwargs[k], int) or isinstance(kwargs[k], bool)):
+                raise ConfigError(f"{k} must be an int, got {kwargs[k]!r}", key_path=f"{where}.{k}")
+        return cls(**kwargs)  # type: ignore[no-any-return]
+
+    return build
+
+
+def _needs_embeddings(name: str) -> Callable[..., Any]:
+    def build(params: Mapping[str, Any], where: str) -> Retriever:
+        raise UnsupportedError(
+            f"{name} ranks examples with an embedding model, which prompt_compiler does not "
+            "run; use FixK, Random, SlidingWindow or BM25, or precompute ids and use FixK",
+            key_path=where,
+        )
+
+    return build
+
+
+def default_retrievers() -> dict[str, Callable[[Mapping[str, Any], str], Retriever]]:
+    """The built-in retriever builders, by OpenCompass class name."""
+    return {
+        "ZeroRetriever": _builder(ZeroRetriever, {"ice_eos_token"}),
+        "FixKRetriever": _builder(FixKRetriever, {"fix_id_list"}, ("fix_id_list",)),
+        "RandomRetriever": _builder(RandomRetriever, {"seed"}),
+        "SlidingWindowRetriever": _builder(SlidingWindowRetriever, {"k"}, ("k",)),
+        "BM25Retriever": _builder(BM25Retriever, set()),
+        **{n: _needs_embeddings(n) for n in (
+            "TopkRetriever", "DPPRetriever", "MDLRetriever", "VotekRetriever")},
+    }
