@@ -1,0 +1,221 @@
+"""Load config files (Python, YAML, JSON) and folders of them into :class:`SuiteConfig`.
+
+* ``.py``: an OpenCompass-style config read with mmengine (see :mod:`.pyconfig`).
+* ``.yaml`` / ``.yml``: the same shape as plain YAML (``yaml.safe_load``; Python tags are
+  rejected), types written as class-name strings.
+* ``.json``: either the same shape, or one conformance case (a *compile job*
+  ``{"id", "dataset", "model", "options"}``) = one dataset and one model. Dicts written
+  ``{"__items__": [[key, value], ...]}`` are decoded into dicts with non-string keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml  # type: ignore[import-untyped,unused-ignore]
+
+from ..errors import ConfigError
+from .normalize import collect_entries, normalize_dataset, normalize_model
+from .pyconfig import load_python_config
+from .records import DatasetConfig, ModelConfig, SuiteConfig
+
+__all__ = ["CONFIG_SUFFIXES", "load_config", "load_configs"]
+
+CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".json")
+_JOB_KEYS = frozenset({"dataset", "model"})
+
+PathLike = str | os.PathLike[str]
+
+
+def load_config(path: PathLike, *, opencompass_root: PathLike | None = None) -> SuiteConfig:
+    """Load one config file.
+
+    Args:
+        path: A ``.py``, ``.yaml``, ``.yml`` or ``.json`` file.
+        opencompass_root: The folder standing in for the ``opencompass`` package when a
+            Python config imports ``opencompass.configs...`` in ``read_base()``; by default
+            the parent of the nearest enclosing ``configs/`` folder.
+
+    Raises:
+        ConfigError: The file is missing, malformed, or defines no datasets and no models.
+        RegistryError: A renderer or model class is unknown.
+    """
+    file = Path(path)
+    display = str(path)
+    if file.is_dir():
+        raise ConfigError("is a directory; use load_configs() for folders", config_path=display)
+    if not file.is_file():
+        raise ConfigError("no such config file", config_path=display)
+    suite = _load_file(file, display, _root(opencompass_root), named=True)
+    assert suite is not None  # named files never come back empty
+    return suite
+
+
+def load_configs(
+    paths: Sequence[PathLike], *, opencompass_root: PathLike | None = None
+) -> tuple[SuiteConfig, ...]:
+    """Load config files and folders, in the order given.
+
+    A folder is walked recursively in sorted order for ``*.py``, ``*.yaml``, ``*.yml`` and
+    ``*.json`` (hidden entries and ``__pycache__`` skipped); there, files that define no
+    datasets and no models (helpers, ``__init__.py``, data files) are skipped silently. A
+    file named directly must define something.
+
+    Raises:
+        ConfigError: As :func:`load_config`, for the first failing file.
+    """
+    root = _root(opencompass_root)
+    suites: list[SuiteConfig] = []
+    for path in paths:
+        folder = Path(path)
+        if not folder.is_dir():
+            suites.append(load_config(path, opencompass_root=root))
+            continue
+        for file in _walk(folder):
+            display = os.path.join(str(path), file.relative_to(folder).as_posix())
+            suite = _load_file(file, display, root, named=False)
+            if suite is not None:
+                suites.append(suite)
+    return tuple(suites)
+
+
+def _root(value: PathLike | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _walk(folder: Path) -> list[Path]:
+    found = []
+    for file in folder.rglob("*"):
+        rel = file.relative_to(folder)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        if file.suffix in CONFIG_SUFFIXES and file.is_file():
+            found.append(file)
+    return sorted(found, key=lambda f: f.relative_to(folder).as_posix())
+
+
+def _load_file(file: Path, display: str, root: Path | None, *, named: bool) -> SuiteConfig | None:
+    suffix = file.suffix
+    if suffix == ".py":
+        top: Any = load_python_config(file, display, root)
+    elif suffix in (".yaml", ".yml"):
+        top = _read_yaml(file, display)
+    elif suffix == ".json":
+        top = _read_json(file, display)
+    else:
+        raise ConfigError(
+            f"unsupported config type {suffix or '(no suffix)'!r}; "
+            f"expected one of {', '.join(CONFIG_SUFFIXES)}",
+            config_path=display,
+        )
+    if not isinstance(top, dict):
+        if not named:
+            return None  # e.g. a JSON list of rows lying in a config folder
+        raise ConfigError(
+            f"expected a mapping at the top level, got {type(top).__name__}", config_path=display
+        )
+    if suffix == ".json" and _JOB_KEYS <= top.keys():
+        return _compile_job(file, display, top)
+
+    datasets = tuple(
+        normalize_dataset(entry, display, key)
+        for key, entry in collect_entries(top, "datasets", display)
+    )
+    models = tuple(
+        normalize_model(entry, display, key)
+        for key, entry in collect_entries(top, "models", display)
+    )
+    if not datasets and not models:
+        if not named:
+            return None
+        raise ConfigError(
+            "defines no datasets and no models",
+            config_path=display,
+            hint="define a top-level `datasets` / `models` list, or `*_datasets` / `*_models` "
+            "variables",
+        )
+    return SuiteConfig(path=file, datasets=datasets, models=models)
+
+
+def _compile_job(file: Path, display: str, job: dict[str, Any]) -> SuiteConfig:
+    """One conformance case file: one dataset, one model, options."""
+    dataset: DatasetConfig = normalize_dataset(
+        job["dataset"], display, "dataset", abbr_optional=True
+    )
+    model: ModelConfig = normalize_model(job["model"], display, "model")
+    options = job.get("options") or {}
+    if not isinstance(options, dict):
+        raise ConfigError(
+            f"expected a dict, got {type(options).__name__}",
+            config_path=display,
+            key_path="options",
+        )
+    job_id = job.get("id")
+    return SuiteConfig(
+        path=file,
+        datasets=(dataset,),
+        models=(model,),
+        options=options,
+        job_id=job_id if isinstance(job_id, str) else None,
+    )
+
+
+def _read_text(file: Path, display: str) -> str:
+    try:
+        return file.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
+
+
+def _read_yaml(file: Path, display: str) -> Any:
+    text = _read_text(file, display)
+    try:
+        return yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as exc:
+        line = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark else ""
+        if "python/" in str(exc.problem):
+            raise ConfigError(
+                f"{line}YAML tags that construct Python objects are not allowed ({exc.problem})",
+                config_path=display,
+                hint="write classes as names, e.g. `type: PromptTemplate`",
+            ) from None
+        raise ConfigError(f"{line}invalid YAML: {exc.problem}", config_path=display) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = exc.problem or exc.context or "malformed document"
+        raise ConfigError(f"{where}invalid YAML: {problem}", config_path=display) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", config_path=display) from None
+
+
+def _read_json(file: Path, display: str) -> Any:
+    text = _read_text(file, display)
+    try:
+        return json.loads(text, object_pairs_hook=_decode_items)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}", config_path=display
+        ) from None
+    except _ItemsError as exc:
+        raise ConfigError(f"invalid JSON: {exc}", config_path=display) from None
+
+
+class _ItemsError(ValueError):
+    """An ``{"__items__": ...}`` dict that is not a list of hashable ``[key, value]`` pairs."""
+
+
+def _decode_items(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
+    """JSON object hook: ``{"__items__": [[0, "a"], [1, "b"]]}`` -> ``{0: "a", 1: "b"}``."""
+    if len(pairs) != 1 or pairs[0][0] != "__items__":
+        return dict(pairs)
+    items = pairs[0][1]
+    if not isinstance(items, list) or not all(
+        isinstance(p, list) and len(p) == 2 and not isinstance(p[0], (list, dict)) for p in items
+    ):
+        raise _ItemsError('"__items__" must be a list of [key, value] pairs with scalar keys')
+    return {key: value for key, value in items}

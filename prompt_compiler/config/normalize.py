@@ -1,0 +1,326 @@
+"""Turn loaded config data into case-format ``dataset`` / ``model`` dicts.
+
+Input is plain data from any config format (Python configs may still hold
+:class:`~prompt_compiler.config.records.TypeRef` values); output are the frozen
+:class:`DatasetConfig` / :class:`ModelConfig` records. Every error names the config file
+and the key path of the offending value.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, PromptCompilerError, RegistryError
+from .opencompass_shim import (
+    API_MODELS,
+    CHAT_TEMPLATE_MODELS,
+    LM_MODELS,
+    RENDERERS,
+    Renderer,
+    renderer_for_model_class,
+)
+from .pyconfig import Unsupported
+from .records import DatasetConfig, ModelConfig, TypeRef
+
+__all__ = ["collect_entries", "normalize_dataset", "normalize_model"]
+
+DEFAULT_DATASET_ABBR = "dataset"  # OpenCompass's BaseDataset default
+_INFER_PARTS = ("ice_template", "prompt_template", "retriever", "inferencer")
+_DROPPED_DATASET_KEYS = frozenset({"eval_cfg"})  # evaluation only; never affects prompts
+_MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
+
+
+def collect_entries(
+    top: Mapping[str, Any], kind: str, config_path: str
+) -> list[tuple[str, Any]]:
+    """The ``(key_path, entry)`` pairs of one kind (``datasets`` or ``models``).
+
+    A top-level ``datasets`` list wins; without it every top-level ``*_datasets`` list is
+    collected in definition order (likewise ``models`` / ``*_models``); there an entry
+    that appears unchanged in two variables is kept once.
+    """
+    if kind in top:
+        value = top[kind]
+        if not isinstance(value, list):
+            raise ConfigError(
+                f"expected a list of {kind[:-1]} dicts, got {_type_name(value)}",
+                config_path=config_path,
+                key_path=kind,
+            )
+        sources = [(kind, value)]
+    else:
+        suffix = "_" + kind
+        sources = [(k, v) for k, v in top.items() if k.endswith(suffix) and isinstance(v, list)]
+    out: list[tuple[str, Any]] = []
+    for name, items in sources:
+        for index, entry in enumerate(items):
+            if name != kind and any(entry == seen for _, seen in out):
+                continue  # the same entry reached through two *_datasets variables
+            out.append((f"{name}[{index}]", entry))
+    return out
+
+
+def normalize_dataset(
+    entry: Any, config_path: str, key_path: str, *, abbr_optional: bool = False
+) -> DatasetConfig:
+    """Validate one dataset entry and return it in the case format.
+
+    Args:
+        entry: The dataset dict as loaded.
+        config_path: The config file (for errors and provenance).
+        key_path: Where the entry is, e.g. ``datasets[0]``.
+        abbr_optional: Accept a missing ``abbr`` (JSON compile jobs; default ``dataset``).
+
+    Raises:
+        ConfigError: A required key is missing or has the wrong shape.
+    """
+    entry = _require_dict(entry, "a dataset dict", config_path, key_path)
+    abbr = entry.get("abbr")
+    if abbr is None and "abbr" not in entry and abbr_optional:
+        abbr = DEFAULT_DATASET_ABBR
+    elif not isinstance(abbr, str) or not abbr:
+        raise ConfigError(
+            "a dataset needs an 'abbr' (a non-empty string naming it)"
+            if "abbr" not in entry
+            else f"'abbr' must be a non-empty string, got {_type_name(abbr)}",
+            config_path=config_path,
+            key_path=f"{key_path}.abbr",
+            hint="add abbr='...' to the dataset dict",
+        )
+    where: dict[str, Any] = {"config_path": config_path, "dataset": abbr}
+    for key in ("reader_cfg", "infer_cfg"):
+        if key not in entry:
+            raise ConfigError(f"the dataset has no '{key}'", key_path=f"{key_path}.{key}", **where)
+        _require_dict(entry[key], "a dict", config_path, f"{key_path}.{key}", abbr)
+    infer = entry["infer_cfg"]
+    for part in ("retriever", "inferencer"):
+        if part not in infer:
+            raise ConfigError(
+                f"infer_cfg has no '{part}'", key_path=f"{key_path}.infer_cfg.{part}", **where
+            )
+    if "ice_template" not in infer and "prompt_template" not in infer:
+        raise ConfigError(
+            "infer_cfg needs a 'prompt_template' or an 'ice_template'",
+            key_path=f"{key_path}.infer_cfg",
+            **where,
+        )
+    for part in _INFER_PARTS:
+        if part in infer:
+            part_path = f"{key_path}.infer_cfg.{part}"
+            value = _require_dict(infer[part], "a dict", config_path, part_path, abbr)
+            if "type" not in value:
+                raise ConfigError(f"'{part}' has no 'type'", key_path=part_path, **where)
+    if "path" in entry and not isinstance(entry["path"], str):
+        raise ConfigError(
+            f"'path' must be a string, got {_type_name(entry['path'])}",
+            key_path=f"{key_path}.path",
+            **where,
+        )
+    spec = {
+        key: _clean(value, f"{key_path}.{key}", config_path, abbr)
+        for key, value in entry.items()
+        if key not in _DROPPED_DATASET_KEYS
+    }
+    return DatasetConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
+
+
+def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
+    """Validate one model entry and return it in the case format.
+
+    The renderer (``parser`` in the case format) comes from, in order: an explicit
+    ``renderer`` (or ``parser``) key; the model class (see ``docs/configs.md``); the
+    renderer of a meta template referred to by name.
+
+    Raises:
+        ConfigError: A key is missing or has the wrong shape.
+        RegistryError: The renderer name or model class is unknown.
+    """
+    entry = _require_dict(entry, "a model dict", config_path, key_path)
+    abbr = entry.get("abbr", entry.get("name"))
+    if not isinstance(abbr, str) or not abbr:
+        raise ConfigError(
+            "a model needs an 'abbr' (a non-empty string naming it)",
+            config_path=config_path,
+            key_path=f"{key_path}.abbr",
+        )
+    where: dict[str, Any] = {"config_path": config_path, "model": abbr}
+
+    renderer: Renderer | None = None
+    for key in ("renderer", "parser"):
+        if key in entry:
+            renderer = _check_renderer(entry[key], f"{key_path}.{key}", where)
+            break
+
+    class_name: str | None = None
+    if "type" in entry:
+        raw_type = entry["type"]
+        if isinstance(raw_type, TypeRef):
+            class_name = raw_type.name
+        elif isinstance(raw_type, str) and raw_type:
+            class_name = raw_type.rsplit(".", 1)[-1]
+        else:
+            raise ConfigError(
+                f"'type' must be a model class or its name, got {_type_name(raw_type)}",
+                key_path=f"{key_path}.type",
+                **where,
+            )
+        if renderer is None:
+            renderer = renderer_for_model_class(class_name)
+            if renderer is None:
+                known = sorted(LM_MODELS | API_MODELS | CHAT_TEMPLATE_MODELS)
+                raise RegistryError(
+                    f"unknown model class {class_name!r}: cannot tell which renderer consumes "
+                    f"its prompts{_did_you_mean(class_name, known)}",
+                    key_path=f"{key_path}.type",
+                    hint="add renderer='lm' | 'api' | 'hf_chat' to the model config",
+                    **where,
+                )
+
+    meta: Any = entry.get("meta_template")
+    meta_path = f"{key_path}.meta_template"
+    if isinstance(meta, str):
+        template = _library_template(meta, Path(config_path).parent, meta_path, where)
+        meta = template.meta_template
+        if renderer is None:
+            renderer = _check_renderer(template.renderer, meta_path, where)
+    elif meta is not None and not isinstance(meta, dict):
+        raise ConfigError(
+            f"'meta_template' must be a dict, a template name or None, got {_type_name(meta)}",
+            key_path=meta_path,
+            **where,
+        )
+    if renderer is None:
+        raise ConfigError(
+            "cannot tell which renderer consumes this model's prompts",
+            key_path=key_path,
+            hint="give the model a 'type' (its OpenCompass class) or renderer='lm' | 'api' | "
+            "'hf_chat'",
+            **where,
+        )
+
+    source = entry.get("source")
+    spec: dict[str, Any] = {
+        "name": abbr,
+        "source": source if isinstance(source, str) else f"{config_path}:{key_path}",
+        "parser": renderer,
+        "meta_template": _clean(meta, meta_path, config_path, None, abbr),
+        "max_seq_len": _optional_int(entry, "max_seq_len", key_path, where),
+        "batch_size": _optional_int(entry, "batch_size", key_path, where),
+    }
+    if class_name is not None:
+        spec["type"] = class_name
+    for key in _MODEL_OPTIONAL_KEYS:
+        if key in entry:
+            spec[key] = _optional_int(entry, key, key_path, where)
+    return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
+
+
+def _check_renderer(value: Any, key_path: str, where: dict[str, Any]) -> Renderer:
+    for name in RENDERERS:
+        if value == name:
+            return name
+    shown = value if isinstance(value, str) else _type_name(value)
+    raise RegistryError(
+        f"unknown renderer {shown!r}{_did_you_mean(str(value), RENDERERS)}; "
+        f"available: {', '.join(RENDERERS)}",
+        key_path=key_path,
+        **where,
+    )
+
+
+def _library_template(name: str, config_dir: Path, key_path: str, where: dict[str, Any]) -> Any:
+    """Look a meta template up by name (or path) in ``prompt_compiler.meta_library``."""
+    try:
+        from ..meta_library import (  # type: ignore[import-not-found,unused-ignore]
+            load_model_template,
+        )
+    except ImportError as exc:
+        raise ConfigError(
+            f"meta_template {name!r} refers to a template by name, but "
+            "prompt_compiler.meta_library is not available",
+            key_path=key_path,
+            **where,
+        ) from exc
+    looks_like_path = name.endswith((".py", ".yaml", ".yml", ".json")) or "/" in name
+    target = name
+    if looks_like_path and not Path(name).is_absolute() and (config_dir / name).exists():
+        target = str(config_dir / name)
+    try:
+        return load_model_template(target)
+    except PromptCompilerError as err:
+        raise err.located(key_path=key_path, **where) from None
+
+
+def _optional_int(entry: Mapping[str, Any], key: str, key_path: str, where: dict[str, Any]) -> Any:
+    value = entry.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(
+        f"'{key}' must be an integer or None, got {_type_name(value)}",
+        key_path=f"{key_path}.{key}",
+        **where,
+    )
+
+
+def _clean(
+    value: Any, key_path: str, config_path: str, dataset: str | None, model: str | None = None
+) -> Any:
+    """A deep copy (mappings as dicts, tuples as lists), class references as class names."""
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str) and key.isidentifier():
+                sub = f"{key_path}.{key}"
+            else:
+                sub = f"{key_path}[{key!r}]"
+            cleaned = _clean(item, sub, config_path, dataset, model)
+            if key == "type" and isinstance(cleaned, str):
+                cleaned = cleaned.rsplit(".", 1)[-1]  # 'opencompass.x.FixKRetriever' -> name
+            out[key] = cleaned
+        return out
+    if isinstance(value, (list, tuple)):
+        return [
+            _clean(item, f"{key_path}[{i}]", config_path, dataset, model)
+            for i, item in enumerate(value)
+        ]
+    if isinstance(value, TypeRef):
+        return value.name
+    if isinstance(value, Unsupported):
+        raise ConfigError(
+            f"a value of type {value.type_name!r} is not config data "
+            "(expected dicts, lists, strings, numbers, booleans, None or classes)",
+            config_path=config_path,
+            dataset=dataset,
+            model=model,
+            key_path=key_path,
+        )
+    return value
+
+
+def _require_dict(
+    value: Any, what: str, config_path: str, key_path: str, dataset: str | None = None
+) -> dict[Any, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"expected {what}, got {_type_name(value)}",
+            config_path=config_path,
+            dataset=dataset,
+            key_path=key_path,
+        )
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, TypeRef):
+        return f"class {value.qualified_name}"
+    if isinstance(value, Unsupported):
+        return value.type_name
+    return type(value).__name__
+
+
+def _did_you_mean(name: str, choices: Any) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

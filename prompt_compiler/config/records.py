@@ -1,0 +1,75 @@
+"""The value objects the config stage hands to the compiler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DatasetConfig", "ModelConfig", "SuiteConfig", "TypeRef"]
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """A class or function a Python config referred to, by name (never imported).
+
+    Placeholders from the ``opencompass`` shim, mmengine lazy imports, and real classes or
+    functions all become a ``TypeRef`` before normalization reduces them to strings.
+    """
+
+    qualified_name: str
+    """Dotted name, e.g. ``opencompass.openicl.icl_retriever.FixKRetriever``."""
+
+    @property
+    def name(self) -> str:
+        """The last component: the class name, e.g. ``FixKRetriever``."""
+        return self.qualified_name.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetConfig:
+    """One dataset entry of a config, normalized to the conformance case format."""
+
+    abbr: str
+    """The dataset abbr (``"dataset"`` when a JSON compile job leaves it out)."""
+    config_path: str
+    """The config file it was read from."""
+    key_path: str
+    """Where in that file, e.g. ``datasets[2]`` or ``gsm8k_datasets[0]``."""
+    spec: dict[str, Any]
+    """The case-format ``dataset`` dict (``abbr``, ``reader_cfg``, ``infer_cfg``, and
+    ``rows``/``splits`` when inline), plus ``type`` (the loader or reader name as a
+    string), ``path``/``data_files`` and any other keys of the entry except ``eval_cfg``.
+    Plain data, deep-copied; label dicts may have int keys."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """One model entry of a config, normalized to the conformance case format."""
+
+    abbr: str
+    """The model abbr (the case format's ``name``)."""
+    config_path: str
+    """The config file it was read from."""
+    key_path: str
+    """Where in that file, e.g. ``models[0]``."""
+    spec: dict[str, Any]
+    """The case-format ``model`` dict: ``name``, ``source``, ``parser`` (``lm``/``api``/
+    ``hf_chat``), ``meta_template`` (dict or None), ``max_seq_len``, ``batch_size``; plus
+    ``type``, ``max_out_len``, ``min_out_len`` when the config sets them."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteConfig:
+    """Everything one config file defines."""
+
+    path: Path
+    """The config file."""
+    datasets: tuple[DatasetConfig, ...]
+    """Its datasets, in definition order."""
+    models: tuple[ModelConfig, ...]
+    """Its models, in definition order."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Compile options of a JSON compile job (e.g. ``normalizing_str``); else empty."""
+    job_id: str | None = None
+    """The ``id`` of a JSON compile job; else None."""

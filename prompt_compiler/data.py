@@ -1,0 +1,371 @@
+"""Dataset rows: where they come from and the file readers.
+
+Rows of a dataset are looked up in this order:
+
+1. inline in the config: ``rows`` (one split used as both train and test) or ``splits``
+   (``{split: [row, ...]}``), as in the conformance case format;
+2. ``path`` (or ``data_files``) read by a built-in reader: JSONL, JSON (a list of objects,
+   or ``{split: [...]}``), CSV, or a Hugging Face dataset saved with ``save_to_disk``
+   (needs the ``prompt-compiler[hf]`` extra). The reader is the dataset's ``type``
+   (``jsonl``, ``json``, ``csv``, ``hf_disk``; OpenCompass's ``JsonlDataset`` and
+   ``CustomDataset`` too) or, without a type, the file suffix. A relative path is tried
+   against the config file's folder, then the working directory. Any other ``type`` (an
+   OpenCompass loader class such as ``GSM8KDataset``) skips this step;
+3. ``data_dir``: ``DIR/<abbr>/<split>.jsonl`` (one file per split) or ``DIR/<abbr>.jsonl``
+   (one split used as both).
+
+Row key order is kept. Every error names the file, and the line or row when it is about one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .config.records import DatasetConfig
+from .errors import DataError, PromptCompilerError
+
+__all__ = [
+    "BUILTIN_READERS",
+    "DatasetRows",
+    "attach_rows",
+    "load_splits",
+    "read_csv",
+    "read_hf_disk",
+    "read_json",
+    "read_jsonl",
+]
+
+Row = dict[str, Any]
+
+# reader name -> canonical reader; None = pick by suffix
+BUILTIN_READERS: dict[str, str | None] = {
+    "jsonl": "jsonl",
+    "json": "json",
+    "csv": "csv",
+    "hf_disk": "hf_disk",
+    "JsonlDataset": "jsonl",  # OpenCompass's JSONL loader
+    "CustomDataset": None,  # OpenCompass's loader that picks .jsonl / .csv by suffix
+}
+_SUFFIX_READERS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv"}
+_HF_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRows:
+    """The rows of one dataset, shaped like the case format's ``rows`` / ``splits``."""
+
+    rows: list[Row] | None
+    """One split used as both train and test (``subdivision`` = abbr), or None."""
+    splits: dict[str, list[Row]] | None
+    """Named splits (``subdivision`` = ``{abbr}_{split}``), or None."""
+    origin: str
+    """Where the rows came from: ``inline`` or the file / folder read."""
+
+    def case_fields(self) -> dict[str, Any]:
+        """``{"rows": [...]}`` or ``{"splits": {...}}``, ready to put into a case dataset."""
+        if self.rows is not None:
+            return {"rows": self.rows}
+        return {"splits": self.splits}
+
+
+def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> DatasetRows:
+    """Find and read the rows of ``dataset`` (see the module docstring for the order).
+
+    Raises:
+        DataError: No rows were found (the message lists every path tried), or a file is
+            malformed (file and line named).
+    """
+    spec = dataset.spec
+    try:
+        inline = _inline(spec, dataset.key_path)
+        if inline is not None:
+            return inline
+        tried: list[str] = []
+        found = _from_path(spec, Path(dataset.config_path).parent, dataset.key_path, tried)
+        if found is not None:
+            return found
+        if data_dir is not None:
+            found = _from_data_dir(Path(data_dir), dataset.abbr, tried)
+            if found is not None:
+                return found
+    except PromptCompilerError as err:
+        raise err.located(config_path=dataset.config_path, dataset=dataset.abbr) from None
+    loader = spec.get("type")
+    why = (
+        f" ({loader} is an OpenCompass loader; its rows are read from --data-dir)"
+        if isinstance(loader, str) and loader not in BUILTIN_READERS and loader
+        else ""
+    )
+    tried_text = "; tried: " + ", ".join(tried) if tried else "; no path to try"
+    raise DataError(
+        f"no rows found{why}{tried_text}",
+        config_path=dataset.config_path,
+        dataset=dataset.abbr,
+        key_path=dataset.key_path,
+        hint=(
+            f"pass --data-dir DIR holding DIR/{dataset.abbr}/<split>.jsonl "
+            f"or DIR/{dataset.abbr}.jsonl"
+            if data_dir is None
+            else None
+        ),
+    )
+
+
+def attach_rows(dataset: DatasetConfig, data_dir: Path | None = None) -> DatasetConfig:
+    """A copy of ``dataset`` whose spec carries its rows inline (``rows`` or ``splits``)."""
+    rows = load_splits(dataset, data_dir)
+    spec = {k: v for k, v in dataset.spec.items() if k not in ("rows", "splits")}
+    spec.update(rows.case_fields())
+    return replace(dataset, spec=spec)
+
+
+# --- the lookup steps -----------------------------------------------------------------
+
+
+def _inline(spec: Mapping[str, Any], key_path: str) -> DatasetRows | None:
+    if "rows" in spec:
+        rows = _check_rows(spec["rows"], key_path=f"{key_path}.rows")
+        return DatasetRows(rows, None, "inline")
+    if "splits" in spec:
+        splits = spec["splits"]
+        if not isinstance(splits, dict):
+            raise DataError(
+                f"'splits' must map split names to lists of rows, got {type(splits).__name__}",
+                key_path=f"{key_path}.splits",
+            )
+        checked = {
+            str(name): _check_rows(rows, split=str(name), key_path=f"{key_path}.splits")
+            for name, rows in splits.items()
+        }
+        return DatasetRows(None, checked, "inline")
+    return None
+
+
+def _from_path(
+    spec: Mapping[str, Any], config_dir: Path, key_path: str, tried: list[str]
+) -> DatasetRows | None:
+    loader = spec.get("type")
+    if isinstance(loader, str) and loader and loader not in BUILTIN_READERS:
+        return None  # an OpenCompass loader class: rows come from the data dir
+    reader = BUILTIN_READERS.get(loader) if isinstance(loader, str) else None
+    data_files = spec.get("data_files")
+    if isinstance(data_files, dict):
+        splits: dict[str, list[Row]] = {}
+        for split, name in data_files.items():
+            if not isinstance(name, str):
+                raise DataError(
+                    f"data_files[{split!r}] must be a path, got {type(name).__name__}",
+                    key_path=f"{key_path}.data_files",
+                )
+            file = _resolve(name, config_dir, tried)
+            if file is None:
+                return None
+            splits[str(split)] = _one_split(_read(file, reader), file)
+        return DatasetRows(None, splits, ", ".join(str(p) for p in data_files.values()))
+    path = data_files if isinstance(data_files, str) else spec.get("path")
+    if not isinstance(path, str):
+        return None
+    file = _resolve(path, config_dir, tried)
+    return None if file is None else _read(file, reader)
+
+
+def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows | None:
+    folder = data_dir / abbr
+    tried.append(str(folder / "<split>.jsonl"))
+    if folder.is_dir():
+        files = sorted(folder.glob("*.jsonl"))
+        if files:
+            return DatasetRows(None, {f.stem: read_jsonl(f) for f in files}, str(folder))
+    single = data_dir / f"{abbr}.jsonl"
+    tried.append(str(single))
+    if single.is_file():
+        return DatasetRows(read_jsonl(single), None, str(single))
+    return None
+
+
+def _resolve(name: str, config_dir: Path, tried: list[str]) -> Path | None:
+    path = Path(name).expanduser()
+    candidates = [path] if path.is_absolute() else [config_dir / path, Path.cwd() / path]
+    for candidate in candidates:
+        tried.append(str(candidate))
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _read(file: Path, reader: str | None) -> DatasetRows:
+    if reader is None:
+        if file.is_dir():
+            reader = "hf_disk" if any((file / m).exists() for m in _HF_MARKERS) else "dir"
+        else:
+            reader = _SUFFIX_READERS.get(file.suffix.lower())
+    if reader == "dir":
+        files = sorted(file.glob("*.jsonl"))
+        if not files:
+            raise DataError(f"{file}: folder holds no <split>.jsonl files")
+        return DatasetRows(None, {f.stem: read_jsonl(f) for f in files}, str(file))
+    if reader == "jsonl":
+        return DatasetRows(read_jsonl(file), None, str(file))
+    if reader == "json":
+        data = read_json(file)
+        if isinstance(data, list):
+            return DatasetRows(data, None, str(file))
+        return DatasetRows(None, data, str(file))
+    if reader == "csv":
+        return DatasetRows(read_csv(file), None, str(file))
+    if reader == "hf_disk":
+        data_hf = read_hf_disk(file)
+        if isinstance(data_hf, list):
+            return DatasetRows(data_hf, None, str(file))
+        return DatasetRows(None, data_hf, str(file))
+    raise DataError(
+        f"{file}: cannot tell how to read this file (suffix {file.suffix or '(none)'!r})",
+        hint="set the dataset's type to one of: jsonl, json, csv, hf_disk",
+    )
+
+
+def _one_split(rows: DatasetRows, file: Path) -> list[Row]:
+    if rows.rows is None:
+        raise DataError(f"{file}: a data_files entry must hold one split (a list of rows)")
+    return rows.rows
+
+
+def _check_rows(rows: Any, *, file: str = "", split: str = "", key_path: str = "") -> list[Row]:
+    """``rows`` itself, after checking that it is a list of objects."""
+    prefix = (f"{file}: " if file else "") + (f"split {split!r}: " if split else "")
+    if not isinstance(rows, list):
+        raise DataError(
+            f"{prefix}expected a list of rows, got {type(rows).__name__}",
+            key_path=key_path or None,
+        )
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataError(
+                f"{prefix}row {index} is a {type(row).__name__}, expected an object "
+                "(column -> value)",
+                key_path=key_path or None,
+            )
+    return rows
+
+
+# --- readers --------------------------------------------------------------------------
+
+
+def _text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_jsonl(file: Path) -> list[Row]:
+    """Rows of a JSON Lines file (blank lines skipped).
+
+    Raises:
+        DataError: A line is not JSON or not an object (file and line number named).
+    """
+    rows: list[Row] = []
+    for lineno, line in enumerate(_text(file).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"{file}: line {lineno}: malformed JSON: {exc.msg} (column {exc.colno})"
+            ) from None
+        if not isinstance(row, dict):
+            raise DataError(
+                f"{file}: line {lineno} (row {len(rows)}): a row must be a JSON object, got "
+                f"{type(row).__name__}"
+            )
+        rows.append(row)
+    return rows
+
+
+def read_json(file: Path) -> list[Row] | dict[str, list[Row]]:
+    """A JSON file holding a list of row objects, or ``{split: [row, ...]}``.
+
+    Raises:
+        DataError: Malformed JSON (line named) or another shape.
+    """
+    try:
+        data = json.loads(_text(file))
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"{file}: line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}"
+        ) from None
+    if isinstance(data, list):
+        return _check_rows(data, file=str(file))
+    if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
+        return {
+            str(split): _check_rows(rows, file=str(file), split=str(split))
+            for split, rows in data.items()
+        }
+    raise DataError(
+        f"{file}: expected a list of row objects or {{split: [rows]}}, got "
+        f"{type(data).__name__}"
+    )
+
+
+def read_csv(file: Path) -> list[Row]:
+    """Rows of a CSV file with a header line; values stay strings.
+
+    Raises:
+        DataError: No header, a duplicated column, or a row with a different number of
+            fields than the header (file, line and row named).
+    """
+    reader = csv.reader(_text(file).splitlines(keepends=True))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise DataError(f"{file}: empty CSV file (expected a header line)") from None
+    except csv.Error as exc:
+        raise DataError(f"{file}: line 1: malformed CSV: {exc}") from None
+    duplicated = sorted({name for name in header if header.count(name) > 1})
+    if duplicated:
+        raise DataError(f"{file}: line 1: duplicated column(s) {', '.join(duplicated)}")
+    rows: list[Row] = []
+    try:
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise DataError(
+                    f"{file}: line {reader.line_num} (row {len(rows)}): {len(fields)} fields, "
+                    f"but the header has {len(header)} ({', '.join(header)})"
+                )
+            rows.append(dict(zip(header, fields, strict=True)))
+    except csv.Error as exc:
+        raise DataError(f"{file}: line {reader.line_num}: malformed CSV: {exc}") from None
+    return rows
+
+
+def read_hf_disk(path: Path) -> list[Row] | dict[str, list[Row]]:
+    """A Hugging Face ``Dataset`` (rows) or ``DatasetDict`` (splits) saved with save_to_disk.
+
+    Raises:
+        DataError: The ``datasets`` package (extra ``prompt-compiler[hf]``) is missing, or
+            the folder is not a saved dataset.
+    """
+    try:
+        import datasets  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise DataError(
+            f"{path}: reading a saved Hugging Face dataset needs the 'datasets' package",
+            hint="install the extra: pip install 'prompt-compiler[hf]'",
+        ) from None
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except Exception as exc:  # datasets raises several types for a bad folder
+        raise DataError(f"{path}: not a saved Hugging Face dataset: {exc}") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        return {str(name): list(split.to_list()) for name, split in loaded.items()}
+    return list(loaded.to_list())
