@@ -1,0 +1,126 @@
+"""``compile-prompts``: a thin shell over :mod:`prompt_compiler.suite`.
+
+    compile-prompts PATH... [--model NAME_OR_FILE]... [--data-dir DIR] [-o OUT]
+                    [--mode compat|default] [--only ABBR_GLOB]... [--show N] [--check] [--jobs N]
+    compile-prompts models
+
+Exit status: 0 on success, 1 for a user error (one message, no traceback), 2 for a
+usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from .errors import PromptCompilerError
+
+__all__ = ["main"]
+
+_MODES = {"compat": "opencompass", "opencompass": "opencompass", "default": "default"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="compile-prompts",
+        description="Compile prompt configs into the exact model inputs (JSONL per dataset x model). "
+                    "'compile-prompts models' lists the built-in model templates.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="config files or folders (.py, .yaml, .json)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME_OR_FILE",
+                   help="a model template name (see 'compile-prompts models') or a model config "
+                        "file; replaces the models of the configs (repeatable)")
+    p.add_argument("--data-dir", type=Path, help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
+    p.add_argument("-o", "--out", type=Path, help="output folder (default: ./out)")
+    p.add_argument("--mode", choices=("default", "compat"), default="default",
+                   help="compat reproduces OpenCompass 0.5.4 exactly, defects included")
+    p.add_argument("--only", action="append", default=[], metavar="ABBR_GLOB",
+                   help="compile only datasets whose abbr matches (repeatable)")
+    p.add_argument("--show", type=int, default=0, metavar="N",
+                   help="print N prompts per dataset x model, whitespace and special tokens visible")
+    p.add_argument("--check", action="store_true", help="compile and validate everything, write nothing")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="compile N pairs in parallel")
+    p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
+    return p
+
+
+def _list_models(out: TextIO) -> int:
+    from .meta_library import list_model_templates
+
+    for tpl in list_model_templates():
+        out.write(f"{tpl.name:<28} {tpl.renderer:<8} {tpl.description}\n")
+    return 0
+
+
+class _Progress:
+    """A one-line progress display on an interactive terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty() and not os.environ.get("CI")
+
+    def __call__(self, i: int, total: int, pair: object) -> None:
+        if self.enabled:
+            name = f"{pair.dataset.abbr} x {pair.model.abbr}"  # type: ignore[attr-defined]
+            self.stream.write(f"\r\x1b[2K[{i + 1}/{total}] {name}"[:200])
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["models"]:
+        return _list_models(sys.stdout)
+    args = _parser().parse_args(argv)
+    if args.jobs < 1 or args.show < 0:
+        _parser().error("--jobs must be >= 1 and --show >= 0")
+    from . import suite as S
+    from .viewer import visible
+
+    mode = _MODES[args.mode]
+    progress = _Progress(sys.stderr)
+    try:
+        loaded = S.load(args.paths, models=args.model)
+        if args.show:
+            color = sys.stdout.isatty()
+            for pair in loaded.pairs(args.only):
+                print(f"=== {pair.dataset.abbr} x {pair.model.abbr} ({pair.dataset.config_path})")
+                for n, rec in enumerate(S.compile_pair(pair, data_dir=args.data_dir, mode=mode)):
+                    if n >= args.show:
+                        break
+                    label = f" label={rec.label!r}" if rec.mode == "ppl" else ""
+                    turn = f" turn={rec.turn}" if rec.mode == "chat" else ""
+                    print(f"--- [{rec.mode}] row {rec.index}{label}{turn} ice_ids={list(rec.ice_ids)}")
+                    print(visible(rec.prompt, color=color))
+            if not args.check and args.out is None:
+                return 0
+        out = None if args.check else (args.out or Path("out"))
+        manifest = S.compile_to_dir(loaded, out, data_dir=args.data_dir, mode=mode, only=args.only,
+                                    jobs=args.jobs, progress=progress)
+    except PromptCompilerError as err:
+        progress.done()
+        print(f"compile-prompts: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        progress.done()
+        print("compile-prompts: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    progress.done()
+    if args.json:
+        print(json.dumps(manifest, ensure_ascii=False, indent=1))
+    else:
+        total = sum(o["records"] for o in manifest["outputs"].values())
+        where = "checked, nothing written" if out is None else f"written to {out}/"
+        print(f"{len(manifest['outputs'])} dataset x model pairs, {total} prompts ({mode} mode), {where}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

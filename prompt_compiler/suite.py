@@ -1,0 +1,224 @@
+"""Suite-level compiling: config files -> every dataset x model -> records or files.
+
+This is what the ``compile-prompts`` CLI calls; pipelines can call it directly::
+
+    suite = load(["configs/"])
+    for rec in compile(suite):
+        send(rec.prompt)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .assemble.base import Record
+from .compiler import Compiler
+from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
+from .data import attach_rows
+from .emit import AtomicWriter, record_json, sha256_file
+from .errors import ConfigError, PromptCompilerError
+
+__all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One dataset compiled for one model."""
+
+    dataset: DatasetConfig
+    model: ModelConfig
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def out_name(self) -> str:
+        return f"{_safe(self.model.abbr)}/{_safe(self.dataset.abbr)}.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """Loaded configs: the datasets and models to pair up, and the files they came from."""
+
+    configs: tuple[SuiteConfig, ...]
+    datasets: tuple[DatasetConfig, ...]
+    models: tuple[ModelConfig, ...]
+
+    def pairs(self, only: Sequence[str] = ()) -> list[Pair]:
+        """Every dataset x model (datasets filtered by ``only`` abbr globs)."""
+        options: dict[str, dict[str, Any]] = {}
+        for cfg in self.configs:
+            for d in cfg.datasets:
+                options[d.config_path + d.key_path] = dict(cfg.options)
+        datasets = [d for d in self.datasets
+                    if not only or any(fnmatch.fnmatchcase(d.abbr, g) for g in only)]
+        return [Pair(d, m, options.get(d.config_path + d.key_path, {}))
+                for d in datasets for m in self.models]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in name) or "_"
+
+
+def model_from_name(name_or_file: str) -> list[ModelConfig]:
+    """Models from a config file, or the meta template library entry of that name."""
+    path = Path(name_or_file)
+    if path.suffix in (".py", ".yaml", ".yml", ".json") or path.exists():
+        suite = load_config(path)
+        if not suite.models:
+            raise ConfigError("this config defines no models", config_path=str(path))
+        return list(suite.models)
+    from .meta_library import load_model_template
+
+    tpl = load_model_template(name_or_file)
+    spec = {"name": tpl.name, "parser": tpl.renderer, "meta_template": tpl.meta_template_dict()}
+    return [ModelConfig(tpl.name, str(tpl.path), "meta_template", spec)]
+
+
+def load(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+         *, models: Sequence[str] = ()) -> Suite:
+    """Load config files/folders; ``models`` (names or files) replace the configs' models."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    configs = load_configs([Path(p) for p in paths])
+    datasets = tuple(d for c in configs for d in c.datasets)
+    if models:
+        chosen = tuple(m for name in models for m in model_from_name(name))
+    else:
+        chosen = tuple(m for c in configs for m in c.models)
+    seen: dict[str, ModelConfig] = {}
+    for m in chosen:
+        if m.abbr in seen and seen[m.abbr].spec != m.spec:
+            raise ConfigError(f"two different models are both named {m.abbr!r} "
+                              f"(also in {seen[m.abbr].config_path})",
+                              config_path=m.config_path, key_path=m.key_path)
+        seen.setdefault(m.abbr, m)
+    abbrs: dict[str, DatasetConfig] = {}
+    for d in datasets:
+        if d.abbr in abbrs:
+            raise ConfigError(f"two datasets are both named {d.abbr!r} (also in "
+                              f"{abbrs[d.abbr].config_path} at {abbrs[d.abbr].key_path})",
+                              config_path=d.config_path, key_path=d.key_path)
+        abbrs[d.abbr] = d
+    return Suite(tuple(configs), datasets, tuple(seen.values()))
+
+
+def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "default",
+                 compiler: Compiler | None = None) -> Iterator[Record]:
+    """Stream the records of one pair; errors name the config file and key path."""
+    compiler = compiler or Compiler(mode=mode)
+    where = {"config_path": pair.dataset.config_path, "dataset": pair.dataset.abbr,
+             "model": pair.model.abbr}
+    try:
+        dataset = attach_rows(pair.dataset, data_dir)
+        records = compiler.iter_records(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
+                                        options=pair.options)
+        for rec in records:
+            yield rec
+    except PromptCompilerError as err:
+        if err.key_path and pair.dataset.key_path and not err.key_path.startswith(pair.dataset.key_path):
+            if not err.key_path.startswith(("model", "meta_template")):
+                err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
+        raise err.located(**where)
+
+
+def compile(suite: Suite, *, data_dir: Path | None = None, mode: str = "default",
+            only: Sequence[str] = ()) -> Iterator[Record]:
+    """Every record of every dataset x model, in a stable order."""
+    compiler = Compiler(mode=mode)
+    for pair in suite.pairs(only):
+        yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler)
+
+
+def _compile_one(args: tuple[Pair, Path | None, str, Path]) -> tuple[str, int, str]:
+    """Worker: compile one pair into a temporary file beside its final place."""
+    pair, data_dir, mode, root = args
+    writer = AtomicWriter(root)
+    count, digest = writer.write_lines(pair.out_name, (record_json(r) for r in
+                                                       compile_pair(pair, data_dir=data_dir, mode=mode)))
+    return str(writer.pending[0][0]), count, digest
+
+
+def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
+                   mode: str = "default", only: Sequence[str] = (), jobs: int = 1,
+                   progress: Callable[[int, int, Pair], None] | None = None) -> dict[str, Any]:
+    """Compile every pair into ``out`` (all files or none) and return the manifest.
+
+    With ``out=None`` everything is compiled and checked, and nothing is written.
+    """
+    pairs = suite.pairs(only)
+    if not pairs:
+        raise ConfigError("nothing to compile: " + ("no dataset matches --only" if only and suite.datasets
+                          else "no datasets" if not suite.datasets else "no models (give --model NAME)"))
+    outputs: dict[str, dict[str, Any]] = {}
+    writer = AtomicWriter(out) if out is not None else None
+    try:
+        if jobs > 1 and writer is not None:
+            _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress)
+        else:
+            for i, pair in enumerate(pairs):
+                if progress:
+                    progress(i, len(pairs), pair)
+                lines = (record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode))
+                if writer is None:
+                    count, digest = _count_and_hash(lines)
+                else:
+                    count, digest = writer.write_lines(pair.out_name, lines)
+                outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
+                                          "records": count, "sha256": digest}
+        manifest = {
+            "tool": "prompt_compiler", "version": __version__, "mode": mode,
+            "python": sys.version.split()[0],
+            "inputs": sorted({c.path.as_posix(): sha256_file(c.path) for c in suite.configs
+                              if c.path.is_file()}.items()),
+            "outputs": dict(sorted(outputs.items())),
+        }
+        manifest["inputs"] = [{"path": p, "sha256": h} for p, h in manifest["inputs"]]
+        if writer is not None:
+            writer.write_json("manifest.json", manifest)
+            writer.commit()
+        return manifest
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+
+
+def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
+    h = hashlib.sha256()
+    count = 0
+    for obj in lines:
+        h.update((json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8"))
+        count += 1
+    return count, h.hexdigest()
+
+
+def _parallel(pairs: list[Pair], writer: AtomicWriter, outputs: dict[str, dict[str, Any]],
+              data_dir: Path | None, mode: str, jobs: int,
+              progress: Callable[[int, int, Pair], None] | None) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_compile_one, (p, data_dir, mode, writer.root)) for p in pairs]
+        try:
+            for i, (pair, fut) in enumerate(zip(pairs, futures)):
+                if progress:
+                    progress(i, len(pairs), pair)
+                tmp, count, digest = fut.result()
+                writer.adopt(Path(tmp), pair.out_name)
+                outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
+                                          "records": count, "sha256": digest}
+        except BaseException:
+            for fut in futures:  # adopt finished temp files so that abort() removes them
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    tmp = Path(fut.result()[0])
+                    if all(tmp != t for t, _ in writer.pending):
+                        writer.adopt(tmp, "")
+            raise
