@@ -116,14 +116,14 @@ class Compiler:
         kind = type_name(cfg.get("type", "PromptTemplate"))
         params = {k: v for k, v in cfg.items() if k != "type"}
         if kind == "PromptTemplate":
-            unknown = set(params) - {"template", "ice_token", "sep_token"}
+            unknown = set(params) - {"template", "ice_token", "sep_token", "engine"}
             if unknown or "template" not in params:
                 raise ConfigError(
-                    "PromptTemplate takes template, ice_token and sep_token"
+                    "PromptTemplate takes template, ice_token, sep_token and engine"
                     + (f"; unexpected: {', '.join(sorted(map(str, unknown)))}" if unknown else
                        "; 'template' is missing"), key_path=where)
             return PromptTemplate(params["template"], params.get("ice_token"), params.get("sep_token"),
-                                  where=f"{where}.template")
+                                  where=f"{where}.template", engine=params.get("engine", "format"))
         if kind == "RawPromptTemplate":
             if "messages" not in params:
                 raise ConfigError("RawPromptTemplate needs 'messages'", key_path=where)

@@ -37,7 +37,8 @@ def prompt_sha256(prompt: Any) -> str:
 def record_json(rec: Record) -> dict[str, Any]:
     """The JSON object written for one record (see the module docstring)."""
     # Chat-template models receive the OpenAI messages, not OpenCompass's API prompt.
-    given = rec.chat_messages if rec.chat_messages is not None else rec.prompt
+    given = rec.model_input if rec.model_input is not None else (
+        rec.chat_messages if rec.chat_messages is not None else rec.prompt)
     prompt = given if isinstance(given, str) else json.loads(_canonical(given))
     out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
                            "index": rec.index}

@@ -36,6 +36,8 @@ class RowValues:
     """Column name -> ``str(value)``, in the row's column order."""
     brace_free: bool
     """True when no key or value contains ``{`` or ``}`` (both semantics agree then)."""
+    raw: Mapping[str, Any] | None = None
+    """The row itself (typed values), for Jinja2 templates."""
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> RowValues:
@@ -43,7 +45,7 @@ class RowValues:
         brace_free = not any(
             "{" in s or "}" in s for pair in values.items() for s in pair
         )
-        return cls(values, brace_free)
+        return cls(values, brace_free, row)
 
 
 @dataclass(frozen=True, slots=True)

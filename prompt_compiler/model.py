@@ -45,6 +45,12 @@ class Model:
     batch_size: int | None = None
     count_tokens: TokenCounter = field(default=whitespace_tokens)
     meta_raw: Mapping[str, Any] | None = None
+    chat_template: Any = None
+    """A :class:`~prompt_compiler.chat_template.ChatTemplate` applied to the chat messages."""
+    api_format: str | None = None
+    """A per-API request format (``openai``, ``gemini``, ...) applied to the messages."""
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Extra chat-template variables, e.g. ``{"enable_thinking": False}``."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -67,7 +73,35 @@ class Model:
         if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)):
             raise ConfigError(f"max_seq_len must be an int or null, got {max_len!r}",
                               key_path=f"{where}.max_seq_len", model=str(abbr))
-        return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw)
+        chat_template = None
+        if cfg.get("chat_template") is not None:
+            from .chat_template import ChatTemplate
+
+            if parser != "hf_chat":
+                raise ConfigError("chat_template needs parser 'hf_chat' (messages go through the "
+                                  "model's chat template)", key_path=f"{where}.chat_template",
+                                  model=str(abbr))
+            try:
+                chat_template = ChatTemplate.load(cfg["chat_template"])
+            except PromptCompilerError as err:
+                raise err.located(model=str(abbr), key_path=f"{where}.chat_template")
+        api_format = cfg.get("api_format")
+        if api_format is not None:
+            from .api_formats import DEFAULT_FORMATS
+
+            if parser == "lm":
+                raise ConfigError("api_format applies to api or hf_chat models, not lm",
+                                  key_path=f"{where}.api_format", model=str(abbr))
+            try:
+                DEFAULT_FORMATS.get(str(api_format))
+            except PromptCompilerError as err:
+                raise err.located(model=str(abbr), key_path=f"{where}.api_format")
+        kwargs = cfg.get("template_kwargs") or {}
+        if not isinstance(kwargs, Mapping):
+            raise ConfigError("template_kwargs must be a dict", key_path=f"{where}.template_kwargs",
+                              model=str(abbr))
+        return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
+                   chat_template, api_format, dict(kwargs))
 
     @property
     def is_api(self) -> bool:
@@ -82,6 +116,19 @@ class Model:
     def chat_messages(self, rendered: Any) -> list[dict[str, str]] | None:
         """OpenAI messages for chat-template models (``None`` for other parsers)."""
         return to_chat_messages(rendered) if self.parser == "hf_chat" else None
+
+    def deliver(self, rendered: Any, mode: str) -> Any:
+        """What the model finally receives, when it differs from ``rendered`` and
+        :meth:`chat_messages`: the chat template's text, or the API format's request."""
+        if self.chat_template is None and self.api_format is None:
+            return None
+        messages = to_chat_messages(rendered)
+        if self.chat_template is not None:
+            return self.chat_template.render(messages, add_generation_prompt=mode == "gen",
+                                             **self.template_kwargs)
+        from .api_formats import format_chat
+
+        return format_chat(str(self.api_format), messages)
 
     def token_len(self, rendered: Any) -> int:
         """Tokens of a rendered prompt (a raw message list counts each message's repr)."""

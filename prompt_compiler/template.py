@@ -47,7 +47,8 @@ def mask_row(row: Mapping[str, Any], column: str | None, token: str) -> dict[str
 class _Piece:
     """One template text split at ``ice_token``, each part pre-parsed."""
 
-    parts: tuple[Pattern, ...]
+    parts: tuple[Any, ...]
+    """Fillers (:class:`Pattern` or a Jinja2 filler), one per part between ice tokens."""
     raw_nonempty: tuple[bool, ...]
 
 
@@ -71,8 +72,13 @@ class PromptTemplate:
         sep_token: str | None = None,
         *,
         where: str = "template",
+        engine: str = "format",
     ) -> None:
         self.where = where
+        if engine not in ("format", "jinja2"):
+            raise TemplateError(f"engine must be 'format' ({{column}} filling) or 'jinja2', "
+                                f"got {engine!r}", key_path=f"{where}.engine")
+        self.engine = engine
         if not isinstance(template, (str, Mapping)):
             raise TemplateError(
                 f"a template must be a str or a dict, got {type(template).__name__}",
@@ -92,10 +98,40 @@ class PromptTemplate:
         else:
             self.kind = "meta" if all(k in _META_KEYS for k in template) else "labels"
         self._validate()
+        self._jinja: dict[str, Any] = {}
+        if engine == "jinja2":
+            self._check_jinja(template, where)
         self._encoded: dict[tuple[Any, bool, bool], Rendered] = {}
         self._plans: dict[tuple[Any, bool, bool], tuple[Any, ...]] = {}
 
     # -- construction -------------------------------------------------------------
+
+    def _check_jinja(self, value: Any, path: str) -> None:
+        """Parse every template text now, so syntax errors name their key path."""
+        if isinstance(value, str):
+            self._filler(value, path)
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                self._check_jinja(v, f"{path}[{k!r}]" if not isinstance(k, str) or k not in _META_KEYS
+                                  else f"{path}.{k}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self._check_jinja(v.get("prompt") if isinstance(v, Mapping) else v, f"{path}[{i}]")
+
+    def _filler(self, text: str, path: str | None = None) -> Any:
+        """A compiled filler for one text: a ``{column}`` Pattern or a Jinja2 template."""
+        if self.engine == "format":
+            return Pattern.parse(text)
+        found = self._jinja.get(text)
+        if found is None:
+            from .jinja_prompt import compile_jinja
+
+            try:
+                found = _JinjaFiller(compile_jinja(text, strict=True))
+            except TemplateError as err:
+                raise err.located(key_path=path or self.where)
+            self._jinja[text] = found
+        return found
 
     def _validate(self) -> None:
         tok = self.ice_token
@@ -206,7 +242,7 @@ class PromptTemplate:
         """One in-context example from a training row (its answer shown)."""
         tp = self.encode(label, ice=True, policy=policy)
         values = RowValues.of(row)
-        if policy.compat:
+        if policy.compat and self.engine == "format":
             # OpenCompass discards the result of its sep_token removal here (D2).
             if self.ice_token is not None:
                 tp = oc_replace(tp, self.ice_token, "")
@@ -228,7 +264,7 @@ class PromptTemplate:
         tp = self.encode(None, ice=False, policy=policy, first=first)
         values = RowValues.of(mask_row(row, output_column, replace_token) if output_column
                               is not None else row)
-        if policy.compat:
+        if policy.compat and self.engine == "format":
             if self.ice_token is not None:
                 tp = oc_replace(tp, self.ice_token, ice, where=self.where)
             if self.sep_token is not None:
@@ -244,7 +280,7 @@ class PromptTemplate:
         tp = self.encode(label, ice=False, policy=policy)
         values = RowValues.of(row)
         strip_sep = not remain_sep and self.sep_token is not None
-        if policy.compat:
+        if policy.compat and self.engine == "format":
             if strip_sep:
                 assert self.sep_token is not None
                 tp = oc_replace(tp, self.sep_token, "")
@@ -270,7 +306,7 @@ class PromptTemplate:
                 for s in strip:
                     if s:
                         part = part.replace(s, "")
-                cleaned.append(Pattern.parse(part))
+                cleaned.append(self._filler(part))
             return _Piece(tuple(cleaned), tuple(bool(p) for p in raw))
 
         if isinstance(tp, str):
@@ -321,6 +357,16 @@ class PromptTemplate:
             else:
                 out.append(entry)
         return PromptList(tuple(out))
+
+
+@dataclass(frozen=True, slots=True)
+class _JinjaFiller:
+    """A Jinja2 template text, filled from the row's typed values."""
+
+    compiled: Any
+
+    def fill(self, values: RowValues) -> str:
+        return str(self.compiled.render(dict(values.raw or values.values)))
 
 
 def _join(piece: _Piece, values: RowValues, ice: Ice | None) -> str:

@@ -51,6 +51,9 @@ class Record:
     turn: int | None = None
     token_len: int | None = None
     chat_messages: Any = None
+    model_input: Any = None
+    """Set when the model receives something else again: a chat template's text or an
+    API format's request (see :meth:`Model.deliver`)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -134,8 +134,9 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
                     counter += 1
             pending.append(Record(
                 dataset=job.abbr, model=model.abbr, mode="chat", index=index, prompt=rendered,
-                intermediate=history, turn=turn, token_len=job.token_len(rendered),
-                chat_messages=messages, extra={"chat": original},
+                intermediate=copy.deepcopy(history), turn=turn, token_len=job.token_len(rendered),
+                chat_messages=messages, model_input=model.deliver(rendered, "gen"),
+                extra={"chat": original},
             ))
         for rec in pending:
             rec.extra["origin_prompt"] = origin.get(index)  # type: ignore[index]

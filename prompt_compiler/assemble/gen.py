@@ -27,6 +27,7 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
             dataset=job.abbr, model=model.abbr, mode="gen", index=index, prompt=rendered,
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids),
             token_len=job.token_len(rendered), chat_messages=model.chat_messages(rendered),
+            model_input=model.deliver(rendered, "gen"),
         )
 
 
