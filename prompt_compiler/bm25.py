@@ -370,12 +370,36 @@ class BM25Index:
                 hint="check the reader's input_columns and train_split",
                 reference=("ZeroDivisionError", "division by zero"),
             )
-        self._bm25 = BM25Okapi(documents)
+        bm25 = BM25Okapi(documents)
         self.size = len(documents)
+        # rank_bm25 scores a query word by scanning every document in Python; an inverted
+        # index finds the same term frequencies in time proportional to the matches. The
+        # arithmetic below is rank_bm25's, operation for operation, so scores are identical.
+        self._k1: float = bm25.k1
+        self._idf: dict[str, float] = bm25.idf
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        for doc_id, freqs in enumerate(bm25.doc_freqs):
+            for word, freq in freqs.items():
+                ids, counts = self._postings.setdefault(word, ([], []))
+                ids.append(doc_id)
+                counts.append(freq)
+        doc_len = np.array(bm25.doc_len)
+        self._length_norm = bm25.k1 * (1 - bm25.b + bm25.b * doc_len / bm25.avgdl)
+
+    def _scores(self, words: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
+        score = np.zeros(self.size)
+        for word in words:
+            freq = np.zeros(self.size, dtype=np.int64)
+            ids, counts = self._postings.get(word, ([], []))
+            freq[ids] = counts
+            score += (self._idf.get(word) or 0) * (
+                freq * (self._k1 + 1) / (freq + self._length_norm)
+            )
+        return score
 
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every training row for ``query``, in row order."""
-        return [float(s) for s in self._bm25.get_scores(word_tokenize(query))]
+        return [float(s) for s in self._scores(word_tokenize(query))]
 
     def rank(self, query: str, k: int, *, stable_ties: bool) -> list[int]:
         """The ids of the ``k`` training rows that score highest for ``query``.
@@ -395,6 +419,6 @@ class BM25Index:
         """
         if k < 0:
             raise ConfigError(f"ice_num must be >= 0, got {k}", key_path="retriever.ice_num")
-        scores = self._bm25.get_scores(word_tokenize(query))
+        scores = self._scores(word_tokenize(query))
         order = np.argsort(scores, kind="stable") if stable_ties else np.argsort(scores)
         return [int(i) for i in order[::-1][:k]]
