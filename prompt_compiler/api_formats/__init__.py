@@ -3,7 +3,7 @@
 Given a multi-agent dialogue (messages with ``name``, ``role``, ``content`` and optional
 ``url``), build what OpenAI, DashScope (chat and multimodal), LiteLLM, ZhipuAI, Ollama
 (chat and generate) or Gemini take, following AgentScope 0.0.5's prompt strategies
-(differences: docs/divergences-agentscope.md; user guide: docs/api_formats.md)::
+(differences: docs/divergences.md; user guide: docs/api_formats.md)::
 
     from prompt_compiler.api_formats import Msg, format_messages
 

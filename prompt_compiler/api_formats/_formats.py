@@ -204,7 +204,7 @@ def ollama_chat(msgs: Sequence[Msg], ctx: FormatContext) -> list[dict[str, Any]]
 
     ``images`` lists every url of every message in order, unvalidated. A message with
     several urls contributes them one by one (AgentScope 0.0.5 nests them as a list,
-    which the Ollama API cannot take; see docs/divergences-agentscope.md).
+    which the Ollama API cannot take; see docs/divergences.md).
     """
     message: dict[str, Any] = {"role": "system", "content": _system_and_history(msgs)}
     images = [url for msg in msgs for url in msg.urls]

@@ -1,7 +1,7 @@
 """LazyLLM-style instruction prompters (``AlpacaPrompter``, ``ChatPrompter``).
 
 They reproduce lazyllm 0.4.1 byte for byte, except where 0.4.1 crashes or silently drops
-input (see ``docs/divergences-lazyllm.md``)::
+input (see ``docs/divergences.md``)::
 
     >>> from prompt_compiler.prompters import ChatPrompter
     >>> p = ChatPrompter("Be brief.")

@@ -44,6 +44,26 @@ def paired_files(cases: Path, golden: Path, pattern: str = "*.json") -> Iterator
         yield case_file, (ref if ref.exists() else None)
 
 
+def peer_cases(cases: Path, golden: Path) -> Iterator[Outcome | tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Each case of every peer case file with its reference result, as
+    ``(file stem, case, result)``; a missing file or result yields a failed Outcome instead."""
+    for case_file, ref_file in paired_files(cases, golden):
+        case_list = load_json(case_file)
+        if ref_file is None:
+            yield Outcome(case_file.stem, "failed", (f"no reference file {case_file.name} in {golden}",))
+            continue
+        if not isinstance(case_list, list):
+            yield Outcome(case_file.stem, "failed", (f"{case_file}: expected a JSON list of cases",))
+            continue
+        results = {r.get("id"): r for r in load_json(ref_file).get("results", []) if isinstance(r, dict)}
+        for case in case_list:
+            ref = results.get(case.get("id"))
+            if ref is None:
+                yield Outcome(str(case.get("id")), "failed", (f"no reference result in {ref_file.name}",))
+            else:
+                yield case_file.stem, case, ref
+
+
 def _show(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 300 else text[:300] + "..."

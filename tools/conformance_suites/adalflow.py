@@ -16,7 +16,7 @@ Result fields, in this order: ``id``, ``variables`` (sorted; absent when constru
 replays strictly; a case whose result differs is reported *diverged* (not failed) when the
 compat replay matches the reference and the case leaves template variables unset: the only
 difference between the two modes is then the unset-variable policy (AdalFlow: ``None``,
-printed as ``None``; ours: an error naming the variable, see docs/divergences-adalflow.md).
+printed as ``None``; ours: an error naming the variable, see docs/divergences.md).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import jinja2
 
-from conformance_suites._common import Outcome, diff, load_json, outcome, paired_files
+from conformance_suites._common import Outcome, diff, outcome, peer_cases
 from prompt_compiler.errors import MissingFieldError, PromptCompilerError
 from prompt_compiler.jinja_prompt import JinjaPrompt
 
@@ -47,23 +47,8 @@ class Replay:
 
 def run(cases: Path, golden: Path, mode: str) -> Iterator[Outcome]:
     """Every case of every ``*.json`` file in ``cases`` against the same-named golden file."""
-    for case_file, ref_file in paired_files(cases, golden):
-        label = case_file.stem
-        if ref_file is None:
-            yield outcome(label, [f"no reference file {case_file.name} in {golden}"])
-            continue
-        case_list, reference = load_json(case_file), load_json(ref_file)
-        if not isinstance(case_list, list):
-            yield outcome(label, [f"{case_file}: expected a JSON list of cases"])
-            continue
-        results = {r.get("id"): r for r in reference.get("results", []) if isinstance(r, dict)}
-        for case in case_list:
-            case_id = str(case.get("id"))
-            expected = results.get(case.get("id"))
-            if expected is None:
-                yield outcome(case_id, [f"no reference result for this id in {ref_file.name}"])
-                continue
-            yield check(case, expected, mode)
+    for item in peer_cases(cases, golden):
+        yield item if isinstance(item, Outcome) else check(item[1], item[2], mode)
 
 
 def check(case: dict[str, Any], expected: dict[str, Any], mode: str) -> Outcome:

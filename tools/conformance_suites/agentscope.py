@@ -18,7 +18,7 @@ Compared fields:
   (the guessed media type), defaulted role. Our :class:`FormatWarning` carries the same
   pair; the two lists must be equal in order and length.
 
-Divergences (decided from the case's input, see docs/divergences-agentscope.md):
+Divergences (decided from the case's input, see docs/divergences.md):
 
 * ``ollama_chat`` and a message whose ``url`` is a list: 0.0.5 puts that list as one
   nested item into ``images``; we list the urls flat. The case is ``diverged`` when our
@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conformance_suites._common import Outcome, diff, load_json, outcome, paired_files
+from conformance_suites._common import Outcome, diff, outcome, peer_cases
 from prompt_compiler.api_formats import (
     DEFAULT_FORMATS,
     DEFAULT_ROLE,
@@ -61,7 +61,7 @@ _REFERENCE_WARNINGS: tuple[tuple[re.Pattern[str], str], ...] = (
 OLLAMA_NESTED_REASON = (
     "ollama_chat with a list-valued url: AgentScope 0.0.5 nests the list inside 'images', "
     "which the Ollama API cannot take; we list the urls flat "
-    "(docs/divergences-agentscope.md, 'Ollama chat: several urls in one message')"
+    "(docs/divergences.md, 'Ollama chat: several urls in one message')"
 )
 
 
@@ -185,17 +185,10 @@ def _run_case(case: dict[str, Any], ref: dict[str, Any], peers: Path) -> Outcome
 def run(cases: Path, golden: Path, mode: str) -> Iterator[Outcome]:
     """Outcomes of every case of every case file (``mode`` is accepted and ignored)."""
     peers = _peers_dir(cases)
-    for case_file, ref_file in paired_files(cases, golden):
-        case_list = load_json(case_file)
-        if ref_file is None:
-            yield Outcome(case_file.name, "failed", (f"no reference file in {golden}",))
+    for item in peer_cases(cases, golden):
+        if isinstance(item, Outcome):
+            yield item
             continue
-        results = {r["id"]: r for r in load_json(ref_file).get("results", [])}
-        for case in case_list:
-            label = f"{case_file.stem}/{case.get('id')}"
-            ref = results.get(case.get("id"))
-            if ref is None:
-                yield Outcome(label, "failed", ("no reference result for this id",))
-                continue
-            got = _run_case(case, ref, peers)
-            yield Outcome(label, got.status, got.details)
+        stem, case, ref = item
+        got = _run_case(case, ref, peers)
+        yield Outcome(f"{stem}/{case.get('id')}", got.status, got.details)

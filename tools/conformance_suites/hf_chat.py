@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from conformance_suites._common import Outcome, diff, load_json, outcome, paired_files
+from conformance_suites._common import Outcome, diff, outcome, peer_cases
 from prompt_compiler.chat_template import ChatTemplate
 from prompt_compiler.errors import PromptCompilerError
 
@@ -33,23 +33,12 @@ REFERENCE_TOKENIZER_TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 def run(cases: Path, golden: Path, mode: str) -> Iterator[Outcome]:
     """Every case of every ``*.json`` file in ``cases`` against the same-named golden file."""
     del mode  # byte-identical output is the target in both modes
-    for case_file, ref_file in paired_files(cases, golden):
-        label = case_file.stem
-        if ref_file is None:
-            yield outcome(label, [f"no reference file {case_file.name} in {golden}"])
-            continue
-        case_list, reference = load_json(case_file), load_json(ref_file)
-        if not isinstance(case_list, list):
-            yield outcome(label, [f"{case_file}: expected a JSON list of cases"])
-            continue
-        results = {r.get("id"): r for r in reference.get("results", []) if isinstance(r, dict)}
-        for case in case_list:
-            case_id = str(case.get("id"))
-            expected = results.get(case.get("id"))
-            if expected is None:
-                yield outcome(case_id, [f"no reference result for this id in {ref_file.name}"])
-                continue
-            yield outcome(case_id, _compare(expected, *_render_case(case)))
+    for item in peer_cases(cases, golden):
+        if isinstance(item, Outcome):
+            yield item
+        else:
+            _, case, expected = item
+            yield outcome(str(case.get("id")), _compare(expected, *_render_case(case)))
 
 
 def _render_case(case: dict[str, Any]) -> tuple[str | None, BaseException | None]:

@@ -12,7 +12,7 @@ unexpected keyword argument ...``) compare without the function's qualified name
 the implementing class.
 
 A case whose output differs is reported ``diverged`` (not ``failed``) only when one of the
-documented rules below holds for its *input*; docs/divergences-lazyllm.md explains each (L1...).
+documented rules below holds for its *input*; docs/divergences.md explains each (L1...).
 ``mode`` is accepted for uniformity: both modes run the same behaviour.
 """
 
@@ -28,7 +28,7 @@ from prompt_compiler.errors import PromptCompilerError
 from prompt_compiler.prompters import AlpacaPrompter, ChatPrompter, InstructionPrompter
 from prompt_compiler.prompters._instruction import SLOT_PATTERN, extra_keys_block
 
-from ._common import Outcome, diff, load_json, outcome, paired_files
+from ._common import Outcome, diff, outcome, peer_cases
 
 PROMPTERS: dict[str, type[InstructionPrompter]] = {
     "AlpacaPrompter": AlpacaPrompter,
@@ -250,16 +250,5 @@ def check_case(case: Mapping[str, Any], golden: Mapping[str, Any]) -> Outcome:
 def run(cases: Path, golden: Path, mode: str) -> Iterator[Outcome]:
     """Every case of every ``*.json`` file in ``cases`` against ``golden``."""
     del mode  # the prompters have a single behaviour; see the module docstring
-    for case_file, ref_file in paired_files(cases, golden):
-        case_list = load_json(case_file)
-        if ref_file is None:
-            for case in case_list:
-                yield Outcome(case["id"], "failed", (f"no golden file for {case_file.name}",))
-            continue
-        results = {r["id"]: r for r in load_json(ref_file)["results"]}
-        for case in case_list:
-            ref = results.get(case["id"])
-            if ref is None:
-                yield Outcome(case["id"], "failed", (f"no golden result in {ref_file.name}",))
-            else:
-                yield check_case(case, ref)
+    for item in peer_cases(cases, golden):
+        yield item if isinstance(item, Outcome) else check_case(item[1], item[2])
