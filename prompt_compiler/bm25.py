@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+from rank_bm25 import BM25Okapi
 
 from .errors import ConfigError, DataError, MissingFieldError
 

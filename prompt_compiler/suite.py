@@ -176,11 +176,10 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
         manifest = {
             "tool": "prompt_compiler", "version": __version__, "mode": mode,
             "python": sys.version.split()[0],
-            "inputs": sorted({c.path.as_posix(): sha256_file(c.path) for c in suite.configs
-                              if c.path.is_file()}.items()),
+            "inputs": [{"path": p, "sha256": h} for p, h in sorted(
+                {c.path.as_posix(): sha256_file(c.path) for c in suite.configs if c.path.is_file()}.items())],
             "outputs": dict(sorted(outputs.items())),
         }
-        manifest["inputs"] = [{"path": p, "sha256": h} for p, h in manifest["inputs"]]
         if writer is not None:
             writer.write_json("manifest.json", manifest)
             writer.commit()
@@ -218,7 +217,7 @@ def _parallel(pairs: list[Pair], writer: AtomicWriter, outputs: dict[str, dict[s
         except BaseException:
             for fut in futures:  # adopt finished temp files so that abort() removes them
                 if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    tmp = Path(fut.result()[0])
-                    if all(tmp != t for t, _ in writer.pending):
-                        writer.adopt(tmp, "")
+                    done = Path(fut.result()[0])
+                    if all(done != t for t, _ in writer.pending):
+                        writer.adopt(done, "")
             raise

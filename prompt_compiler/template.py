@@ -30,7 +30,7 @@ __all__ = ["Ice", "PromptTemplate", "RawPromptTemplate", "Rendered", "mask_row"]
 
 # What a template produces for one row, and what an in-context block is.
 Rendered = Union[str, PromptList]
-Ice = Union[str, PromptList, list]
+Ice = Union[str, PromptList, list[Any]]
 
 _META_KEYS = ("begin", "round", "end")
 
@@ -364,13 +364,14 @@ class _JinjaFiller:
     """A Jinja2 template text, filled from the row's typed values."""
 
     compiled: Any
+    """A :class:`~prompt_compiler.jinja_prompt.CompiledJinja`."""
 
     def fill(self, values: RowValues) -> str:
         return str(self.compiled.render(dict(values.raw or values.values)))
 
 
 def _join(piece: _Piece, values: RowValues, ice: Ice | None) -> str:
-    filled = [p.fill(values) for p in piece.parts]
+    filled: list[str] = [p.fill(values) for p in piece.parts]
     if len(filled) == 1:
         return filled[0]
     return (ice if isinstance(ice, str) else "").join(filled)

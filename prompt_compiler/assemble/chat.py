@@ -57,7 +57,7 @@ def promptlist_to_chat(prompt: Any, *, fixed: Callable[[str], bool]) -> list[dic
 
 def _chats(job: Job, index: int) -> tuple[list[dict[str, Any]], bool]:
     reader = job.reader
-    cols, out_col = reader.input_columns, reader.output_column
+    cols, out_col = reader.input_columns, reader.output_column or ""
     row = job.rows.test[index]
     item = {k: v for k, v in row.items() if k in cols or k == out_col}
 

@@ -56,7 +56,8 @@ def _chat_roles(meta: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
         for key in ("round", "reserved_roles"):
             for item in meta.get(key, []) or []:
                 if isinstance(item, Mapping):
-                    roles[_TO_OPENAI.get(item["role"], item["role"])] = dict(item)
+                    name = str(item["role"])
+                    roles[_TO_OPENAI.get(name, name)] = dict(item)
     return roles
 
 
