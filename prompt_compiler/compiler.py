@@ -44,6 +44,28 @@ def type_name(value: Any) -> str:
     return str(value).rsplit(".", 1)[-1]
 
 
+PLUGIN_GROUP = "prompt_compiler.retrievers"
+
+
+def _plugin(name: str) -> Callable[[Mapping[str, Any], str], Retriever] | None:
+    """A retriever builder published by an installed package as ``pkg/name``.
+
+    Packages declare ``[project.entry-points."prompt_compiler.retrievers"] name = "mod:builder"``;
+    they are looked up only when a config names them, so an unused plugin is never imported.
+    """
+    if "/" not in name:
+        return None
+    from importlib.metadata import entry_points
+
+    dist_name, _, short = name.partition("/")
+    for ep in entry_points(group=PLUGIN_GROUP):
+        owner = ep.dist.name if ep.dist is not None else ""
+        if ep.name == short and owner.replace("_", "-") == dist_name.replace("_", "-"):
+            builder: Callable[[Mapping[str, Any], str], Retriever] = ep.load()
+            return builder
+    return None
+
+
 def _did_you_mean(name: str, options: Sequence[str]) -> str:
     import difflib
 
@@ -159,7 +181,10 @@ class Compiler:
         ret_cfg = infer.get("retriever") or {"type": "ZeroRetriever"}
         if not isinstance(ret_cfg, Mapping):
             raise ConfigError("retriever must be a dict with a 'type'", key_path="infer_cfg.retriever")
-        ret_type = type_name(ret_cfg.get("type"))
+        raw_type = ret_cfg.get("type")
+        ret_type = raw_type if isinstance(raw_type, str) and "/" in raw_type else type_name(raw_type)
+        if ret_type not in self.retrievers and (found := _plugin(ret_type)) is not None:
+            self.retrievers[ret_type] = found
         if ret_type not in self.retrievers:
             raise RegistryError(
                 f"unknown retriever {ret_type!r}; available: {', '.join(self.retrievers)}",
