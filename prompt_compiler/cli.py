@@ -47,10 +47,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _list_models(out: TextIO) -> int:
+def _list_models(out: TextIO, *, as_json: bool = False) -> int:
     from .meta_library import list_model_templates
 
-    for tpl in list_model_templates():
+    templates = list_model_templates()
+    if as_json:
+        out.write(json.dumps([{"name": t.name, "renderer": t.renderer, "description": t.description,
+                               "aliases": list(t.aliases), "source": t.source} for t in templates],
+                             ensure_ascii=False, indent=1) + "\n")
+        return 0
+    for tpl in templates:
         out.write(f"{tpl.name:<28} {tpl.renderer:<8} {tpl.description}\n")
     return 0
 
@@ -76,8 +82,20 @@ class _Progress:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv == ["models"]:
-        return _list_models(sys.stdout)
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # e.g. `compile-prompts models | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] == ["models"] and not Path("models").exists():
+        sub = argparse.ArgumentParser(prog="compile-prompts models",
+                                      description="List the built-in model templates.")
+        sub.add_argument("--json", action="store_true", help="print them as JSON")
+        margs = sub.parse_args(argv[1:])
+        return _list_models(sys.stdout, as_json=margs.json)
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0:
         _parser().error("--jobs must be >= 1 and --show >= 0")

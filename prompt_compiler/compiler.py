@@ -217,7 +217,8 @@ class Compiler:
 
                 raise MissingFieldError(
                     f"input column {col!r} is not in the rows; columns: "
-                    f"{', '.join(rows.test[0])}", key_path="reader_cfg.input_columns", row=0)
+                    f"{', '.join(c for c in rows.test[0] if c not in ('subdivision', 'idx'))}",
+                    key_path="reader_cfg.input_columns", row=0)
         job = Job(abbr, reader, rows, ice, prompt, retriever, model, self.policy, dict(options))
         return job, kind, params
 
@@ -277,14 +278,7 @@ class Compiler:
 
 def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:
     """Attach dataset/model/row to any error raised while a row is compiled."""
-    index = 0
-    it = iter(records)
-    while True:
-        try:
-            rec = next(it)
-        except StopIteration:
-            return
-        except PromptCompilerError as err:
-            raise err.located(dataset=job.abbr, model=job.model.abbr, row=index)
-        index = rec.index
-        yield rec
+    try:
+        yield from records
+    except PromptCompilerError as err:
+        raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row)

@@ -14,19 +14,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .assemble.base import Record
+from .promptlist import PromptList
 
 __all__ = ["AtomicWriter", "prompt_sha256", "record_json", "sha256_file"]
 
 
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, PromptList):
+        return value.to_list()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
 def _canonical(prompt: Any) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(
-        prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str)
+        prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=_jsonable)
 
 
 def prompt_sha256(prompt: Any) -> str:
@@ -36,9 +44,10 @@ def prompt_sha256(prompt: Any) -> str:
 
 def record_json(rec: Record) -> dict[str, Any]:
     """The JSON object written for one record (see the module docstring)."""
-    # Chat-template models receive the OpenAI messages, not OpenCompass's API prompt.
-    given = rec.model_input if rec.model_input is not None else (
-        rec.chat_messages if rec.chat_messages is not None else rec.prompt)
+    # Chat-template models take OpenAI messages when generating; scored (ppl) prompts stay
+    # what OpenCompass's parser gave the model.
+    chat = rec.chat_messages if rec.mode in ("gen", "chat") else None
+    given = rec.model_input if rec.model_input is not None else (chat if chat is not None else rec.prompt)
     prompt = given if isinstance(given, str) else json.loads(_canonical(given))
     out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
                            "index": rec.index}
@@ -61,34 +70,40 @@ def sha256_file(path: Path) -> str:
 
 
 class AtomicWriter:
-    """Writes files under a folder so that a run leaves all of them or none.
+    """Writes files under ``root`` so that a run leaves all of them or none.
 
-    Each file is written to a temporary sibling; :meth:`commit` renames them all into
-    place (after the caller has finished every file), :meth:`abort` removes them.
+    Files are written into a staging folder beside ``root`` (same file system);
+    :meth:`commit` moves each into place with an atomic rename, :meth:`abort` deletes
+    the staging folder. Nothing, not even an empty ``root``, exists before commit.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._pending: list[tuple[Path, Path]] = []
+        self._staging: Path | None = None
+        self._files: list[str] = []
 
     @property
-    def pending(self) -> list[tuple[Path, Path]]:
-        """(temporary, final) paths not yet committed."""
-        return list(self._pending)
+    def staging(self) -> Path:
+        """The staging folder (created on first use)."""
+        if self._staging is None:
+            parent = self.root.absolute().parent
+            parent.mkdir(parents=True, exist_ok=True)
+            self._staging = Path(tempfile.mkdtemp(prefix=f".{self.root.name}.", suffix=".tmp", dir=parent))
+        return self._staging
 
-    def adopt(self, tmp: Path, rel: str) -> None:
-        """Take over a temporary file written elsewhere (e.g. by a worker process)."""
-        self._pending.append((tmp, self.root / rel))
+    def adopt(self, rel: str) -> None:
+        """Take over a file written into :attr:`staging` by someone else (a worker)."""
+        if rel not in self._files:
+            self._files.append(rel)
 
     def write_lines(self, rel: str, lines: Iterable[dict[str, Any]]) -> tuple[int, str]:
         """Write JSON lines to ``rel``; returns (line count, sha256 of the bytes)."""
-        final = self.root / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-        self._pending.append((Path(tmp), final))
+        path = self.staging / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.adopt(rel)
         h = hashlib.sha256()
         count = 0
-        with os.fdopen(fd, "wb") as fh:
+        with path.open("wb") as fh:
             for obj in lines:
                 data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
                 fh.write(data)
@@ -97,20 +112,23 @@ class AtomicWriter:
         return count, h.hexdigest()
 
     def write_json(self, rel: str, obj: Any) -> None:
-        final = self.root / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-        self._pending.append((Path(tmp), final))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        path = self.staging / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.adopt(rel)
+        with path.open("w", encoding="utf-8") as fh:
             json.dump(obj, fh, ensure_ascii=False, indent=1)
             fh.write("\n")
 
     def commit(self) -> None:
-        for tmp, final in self._pending:
-            os.replace(tmp, final)
-        self._pending.clear()
+        for rel in self._files:
+            final = self.root / rel
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.staging / rel, final)
+        self._files.clear()
+        self.abort()
 
     def abort(self) -> None:
-        for tmp, _ in self._pending:
-            tmp.unlink(missing_ok=True)
-        self._pending.clear()
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
+        self._files.clear()

@@ -18,6 +18,7 @@ pattern also serves compat mode on that fast path.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,9 +56,16 @@ class Pattern:
     source: str
     parts: tuple[str, ...]
     """Alternating literal, slot name, literal, ... (odd indexes are slot names)."""
+    stray_braces: bool = False
+    """True when a literal part holds a brace, which a filled value could complete into a
+    new placeholder (``{{a}}`` -> ``{b}``): sequential filling must then really re-scan."""
 
     @classmethod
     def parse(cls, text: str) -> Pattern:
+        return _parse(text)
+
+    @classmethod
+    def _build(cls, text: str) -> Pattern:
         pieces: list[str] = []
         last = 0
         for m in _SLOT.finditer(text):
@@ -65,7 +73,8 @@ class Pattern:
             pieces.append(m.group(1))
             last = m.end()
         pieces.append(text[last:])
-        return cls(text, tuple(pieces))
+        stray = any("{" in p or "}" in p for p in pieces[0::2])
+        return cls(text, tuple(pieces), stray)
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -76,7 +85,7 @@ class Pattern:
         """Fill with a row; ``sequential`` selects OpenCompass's semantics."""
         if len(self.parts) == 1:
             return self.source
-        if sequential and not row.brace_free:
+        if sequential and (self.stray_braces or not row.brace_free):
             return fill_sequential(self.source, row.values)
         values = row.values
         out = []
@@ -87,6 +96,11 @@ class Pattern:
                 value = values.get(part)
                 out.append("{" + part + "}" if value is None else value)
         return "".join(out)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse(text: str) -> Pattern:
+    return Pattern._build(text)
 
 
 def fill_sequential(text: str, values: Mapping[str, str]) -> str:

@@ -109,9 +109,12 @@ class Model:
 
     def render(self, prompt: Any, mode: str, policy: Policy) -> Any:
         """The model input for a compiled prompt (``mode``: ``gen`` or ``ppl``)."""
-        if self.parser == "lm":
-            return render_lm(prompt, self.meta, mode, policy)
-        return render_api(prompt, self.meta, mode, policy)
+        try:
+            if self.parser == "lm":
+                return render_lm(prompt, self.meta, mode, policy)
+            return render_api(prompt, self.meta, mode, policy)
+        except PromptCompilerError as err:
+            raise err.located(model=self.abbr, key_path="model.meta_template")
 
     def chat_messages(self, rendered: Any) -> list[dict[str, str]] | None:
         """OpenAI messages for chat-template models (``None`` for other parsers)."""

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,8 @@ class Suite:
     configs: tuple[SuiteConfig, ...]
     datasets: tuple[DatasetConfig, ...]
     models: tuple[ModelConfig, ...]
+    paths: tuple[str, ...] = ()
+    """The files and folders the suite was loaded from."""
 
     def pairs(self, only: Sequence[str] = ()) -> list[Pair]:
         """Every dataset x model (datasets filtered by ``only`` abbr globs)."""
@@ -93,21 +95,26 @@ def load(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         chosen = tuple(m for name in models for m in model_from_name(name))
     else:
         chosen = tuple(m for c in configs for m in c.models)
-    seen: dict[str, ModelConfig] = {}
-    for m in chosen:
-        if m.abbr in seen and seen[m.abbr].spec != m.spec:
-            raise ConfigError(f"two different models are both named {m.abbr!r} "
-                              f"(also in {seen[m.abbr].config_path})",
-                              config_path=m.config_path, key_path=m.key_path)
-        seen.setdefault(m.abbr, m)
-    abbrs: dict[str, DatasetConfig] = {}
-    for d in datasets:
-        if d.abbr in abbrs:
-            raise ConfigError(f"two datasets are both named {d.abbr!r} (also in "
-                              f"{abbrs[d.abbr].config_path} at {abbrs[d.abbr].key_path})",
-                              config_path=d.config_path, key_path=d.key_path)
-        abbrs[d.abbr] = d
-    return Suite(tuple(configs), datasets, tuple(seen.values()))
+    # A config reached twice (directly and through a suite's read_base()) counts once;
+    # two different configs under one name are an error.
+    return Suite(tuple(configs), _unique(datasets, "datasets"), _unique(chosen, "models"),
+                 tuple(str(p) for p in paths))
+
+
+def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
+    def body(spec: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in spec.items() if k != "source"}
+
+    seen: dict[str, Any] = {}
+    for item in items:
+        first = seen.get(item.abbr)
+        if first is None:
+            seen[item.abbr] = item
+        elif body(first.spec) != body(item.spec):
+            raise ConfigError(f"two different {kind} are both named {item.abbr!r} (the other is in "
+                              f"{first.config_path} at {first.key_path})",
+                              config_path=item.config_path, key_path=item.key_path)
+    return tuple(seen.values())
 
 
 def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "default",
@@ -137,13 +144,20 @@ def compile(suite: Suite, *, data_dir: Path | None = None, mode: str = "default"
         yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler)
 
 
-def _compile_one(args: tuple[Pair, Path | None, str, Path]) -> tuple[str, int, str]:
-    """Worker: compile one pair into a temporary file beside its final place."""
-    pair, data_dir, mode, root = args
-    writer = AtomicWriter(root)
-    count, digest = writer.write_lines(pair.out_name, (record_json(r) for r in
-                                                       compile_pair(pair, data_dir=data_dir, mode=mode)))
-    return str(writer.pending[0][0]), count, digest
+def _compile_one(args: tuple[Pair, Path | None, str, Path]) -> tuple[int, str]:
+    """Worker: compile one pair into the parent's staging folder."""
+    pair, data_dir, mode, staging = args
+    path = staging / pair.out_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    count = 0
+    with path.open("wb") as fh:
+        for rec in compile_pair(pair, data_dir=data_dir, mode=mode):
+            data = (json.dumps(record_json(rec), ensure_ascii=False) + "\n").encode("utf-8")
+            fh.write(data)
+            h.update(data)
+            count += 1
+    return count, h.hexdigest()
 
 
 def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
@@ -155,8 +169,10 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
     """
     pairs = suite.pairs(only)
     if not pairs:
+        given = ", ".join(suite.paths) or "the given paths"
         raise ConfigError("nothing to compile: " + ("no dataset matches --only" if only and suite.datasets
-                          else "no datasets" if not suite.datasets else "no models (give --model NAME)"))
+                          else "no datasets" if not suite.datasets else "no models (give --model NAME)"),
+                          config_path=given)
     outputs: dict[str, dict[str, Any]] = {}
     writer = AtomicWriter(out) if out is not None else None
     try:
@@ -204,20 +220,18 @@ def _parallel(pairs: list[Pair], writer: AtomicWriter, outputs: dict[str, dict[s
               progress: Callable[[int, int, Pair], None] | None) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
+    staging = writer.staging
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_compile_one, (p, data_dir, mode, writer.root)) for p in pairs]
+        futures = [pool.submit(_compile_one, (p, data_dir, mode, staging)) for p in pairs]
         try:
             for i, (pair, fut) in enumerate(zip(pairs, futures)):
                 if progress:
                     progress(i, len(pairs), pair)
-                tmp, count, digest = fut.result()
-                writer.adopt(Path(tmp), pair.out_name)
+                count, digest = fut.result()
+                writer.adopt(pair.out_name)
                 outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
                                           "records": count, "sha256": digest}
         except BaseException:
-            for fut in futures:  # adopt finished temp files so that abort() removes them
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    done = Path(fut.result()[0])
-                    if all(done != t for t, _ in writer.pending):
-                        writer.adopt(done, "")
+            for fut in futures:
+                fut.cancel()
             raise

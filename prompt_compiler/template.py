@@ -101,7 +101,7 @@ class PromptTemplate:
         self._jinja: dict[str, Any] = {}
         if engine == "jinja2":
             self._check_jinja(template, where)
-        self._encoded: dict[tuple[Any, bool, bool], Rendered] = {}
+        self._encoded: dict[tuple[Any, bool, bool, bool], Rendered] = {}
         self._plans: dict[tuple[Any, bool, bool], tuple[Any, ...]] = {}
 
     # -- construction -------------------------------------------------------------
@@ -180,7 +180,7 @@ class PromptTemplate:
 
     def encode(self, label: Any = None, *, ice: bool, policy: Policy, first: bool = False) -> Rendered:
         """The template for ``label`` with its sections encoded (cached)."""
-        key = (label if self.kind == "labels" and not first else None, ice, first)
+        key = (label if self.kind == "labels" and not first else None, ice, first, policy.fixes("D3"))
         try:
             return self._encoded[key]
         except (KeyError, TypeError):
@@ -318,6 +318,8 @@ class PromptTemplate:
                     entries.append(piece(item))
                 elif isinstance(item, RoleItem) and isinstance(item.prompt, str):
                     entries.append((item, piece(item.prompt)))
+                elif isinstance(item, RoleItem) and item.has("prompt"):
+                    raise _non_str_prompt(item.prompt, None)
                 else:
                     entries.append(item)
             plan = tuple(entries)
@@ -331,7 +333,7 @@ class PromptTemplate:
         self, key: Any, tp: Rendered, values: RowValues, ice: Ice | None,
         strip: tuple[str, ...], policy: Policy,
     ) -> Rendered:
-        plan = self._plan((key, strip), tp, strip)
+        plan = self._plan((key, strip, policy.fixes("D3")), tp, strip)
         splice = isinstance(ice, PromptList) and self.ice_token is not None
         if isinstance(tp, str):
             if isinstance(ice, PromptList) and len(plan[0].parts) > 1:
@@ -375,6 +377,12 @@ def _join(piece: _Piece, values: RowValues, ice: Ice | None) -> str:
     if len(filled) == 1:
         return filled[0]
     return (ice if isinstance(ice, str) else "").join(filled)
+
+
+def _non_str_prompt(prompt: Any, where: str | None) -> RenderError:
+    return RenderError(f"a role prompt must be a str, got {prompt!r}", key_path=where,
+                       reference=("AttributeError", f"'{type(prompt).__name__}' object has no "
+                                  "attribute 'replace'"))
 
 
 def _role_with_list_ice(token: str | None, where: str) -> RenderError:
@@ -441,9 +449,7 @@ def oc_format(tp: Rendered, values: RowValues) -> Rendered:
         elif isinstance(item, RoleItem) and item.has("prompt"):
             prompt = item.prompt
             if not isinstance(prompt, str):
-                raise RenderError(f"a role prompt must be a str, got {prompt!r}",
-                                  reference=("AttributeError", f"'{type(prompt).__name__}' object "
-                                             "has no attribute 'replace'"))
+                raise _non_str_prompt(prompt, None)
             out.append(item.with_prompt(_fill_text(prompt, values)))
         else:
             out.append(item)
@@ -451,11 +457,10 @@ def oc_format(tp: Rendered, values: RowValues) -> Rendered:
 
 
 def _fill_text(text: str, values: RowValues) -> str:
+    """OpenCompass's sequential filling (via a parsed pattern when that is equivalent)."""
     if "{" not in text:
         return text
-    if values.brace_free:
-        return Pattern.parse(text).fill(values)
-    return fill_sequential(text, values.values)
+    return Pattern.parse(text).fill(values, sequential=True)
 
 
 # -- raw OpenAI-style messages ---------------------------------------------------

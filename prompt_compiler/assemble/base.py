@@ -70,6 +70,8 @@ class Job:
     model: Model
     policy: Policy
     options: Mapping[str, Any] = field(default_factory=dict)
+    row: int | None = None
+    """The test row being compiled (named by errors)."""
     _ice_cache: dict[int, Any] = field(default_factory=dict)
 
     # -- in-context examples --------------------------------------------------
@@ -93,8 +95,8 @@ class Job:
         try:
             item = tp.ice_item(row, label, self.policy)
         except PromptCompilerError as err:
-            raise err.located(key_path="infer_cfg.ice_template",
-                              hint=None) if err.key_path is None else err
+            err.message += f" (in-context example: training row {i})"
+            raise err.located(key_path="infer_cfg.ice_template")
         self._ice_cache[i] = item
         return item
 

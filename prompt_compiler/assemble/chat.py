@@ -107,6 +107,7 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
     origin: dict[int, list[Any]] = {}
     counter = 0
     for index in range(len(job.rows.test)):
+        job.row = index
         chat, dialogue = _chats(job, index)
         original = copy.deepcopy(chat)
         turns = [i for i, m in enumerate(chat) if m["role"] == "assistant"]

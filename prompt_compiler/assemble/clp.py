@@ -21,6 +21,7 @@ def clp_records(job: Job, retrieved: Sequence[Sequence[int]]) -> Iterator[Record
             reference=("ValueError", "API model is not supported for conditional log probability "
                        "inference and skip this exp."))
     for index, ids in enumerate(retrieved):
+        job.row = index
         used = list(ids)
         prompt = model.render(job.gen_prompt(index, job.build_ice(used)), "gen", job.policy)
         if model.max_seq_len is not None:

@@ -15,6 +15,7 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
     """Build, fit to ``max_seq_len`` (dropping the last example first) and render each row."""
     model = job.model
     for index, ids in enumerate(retrieved):
+        job.row = index
         used = list(ids)
         prompt = job.gen_prompt(index, job.build_ice(used), gen_field_replace_token)
         rendered = model.render(prompt, "gen", job.policy)

@@ -53,6 +53,7 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
         return prompt, model.render(prompt, "ppl", policy)
 
     for index, ids in enumerate(retrieved):
+        job.row = index
         used = list(ids)
         if limit is not None and policy.fixes("D5"):
             while used and any(job.token_len(build(index, used, lb, remain_sep)[1]) > limit
