@@ -16,6 +16,29 @@ __all__ = ["Model", "TokenCounter", "whitespace_tokens"]
 TokenCounter = Callable[[str], int]
 
 
+def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
+    """Build an instruction prompter from ``{"type": "ChatPrompter", "model": ..., ...}``."""
+    if cfg is None:
+        return None
+    if parser != "hf_chat" or not isinstance(cfg, Mapping):
+        raise ConfigError("prompter must be a dict with a 'type' (AlpacaPrompter or ChatPrompter) "
+                          "on an hf_chat model", key_path=where, model=abbr)
+    from . import prompters
+
+    kind = str(cfg.get("type", "ChatPrompter")).rsplit(".", 1)[-1]
+    cls = {"AlpacaPrompter": prompters.AlpacaPrompter, "ChatPrompter": prompters.ChatPrompter}.get(kind)
+    if cls is None:
+        raise RegistryError(f"unknown prompter {kind!r}; available: AlpacaPrompter, ChatPrompter",
+                            key_path=f"{where}.type", model=abbr)
+    args = {k: v for k, v in cfg.items() if k != "type"}
+    try:
+        return cls(**args)
+    except PromptCompilerError as err:
+        raise err.located(key_path=where, model=abbr)
+    except TypeError as exc:
+        raise ConfigError(f"bad prompter arguments: {exc}", key_path=where, model=abbr) from None
+
+
 def whitespace_tokens(text: str) -> int:
     """Whitespace-separated words: the built-in counter (and the reference cases')."""
     return len(text.split())
@@ -51,6 +74,8 @@ class Model:
     """A per-API request format (``openai``, ``gemini``, ...) applied to the messages."""
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Extra chat-template variables, e.g. ``{"enable_thinking": False}``."""
+    prompter: Any = None
+    """An instruction prompter (``AlpacaPrompter``/``ChatPrompter``) that builds the final input."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -96,12 +121,13 @@ class Model:
                 DEFAULT_FORMATS.get(str(api_format))
             except PromptCompilerError as err:
                 raise err.located(model=str(abbr), key_path=f"{where}.api_format")
+        prompter = _prompter(cfg.get("prompter"), parser, f"{where}.prompter", str(abbr))
         kwargs = cfg.get("template_kwargs") or {}
         if not isinstance(kwargs, Mapping):
             raise ConfigError("template_kwargs must be a dict", key_path=f"{where}.template_kwargs",
                               model=str(abbr))
         return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
-                   chat_template, api_format, dict(kwargs))
+                   chat_template, api_format, dict(kwargs), prompter)
 
     @property
     def is_api(self) -> bool:
@@ -123,9 +149,14 @@ class Model:
     def deliver(self, rendered: Any, mode: str) -> Any:
         """What the model finally receives, when it differs from ``rendered`` and
         :meth:`chat_messages`: the chat template's text, or the API format's request."""
-        if self.chat_template is None and self.api_format is None:
+        if self.chat_template is None and self.api_format is None and self.prompter is None:
             return None
         messages = to_chat_messages(rendered)
+        if self.prompter is not None:
+            # The last user turn is the input; earlier turns (system aside) are the history.
+            turns = [m for m in messages if m["role"] != "system"]
+            last = turns.pop() if turns and turns[-1]["role"] == "user" else {"content": ""}
+            return self.prompter.generate_prompt(last["content"], history=turns or None)
         if self.chat_template is not None:
             return self.chat_template.render(messages, add_generation_prompt=mode == "gen",
                                              **self.template_kwargs)
