@@ -229,25 +229,28 @@ class Compiler:
                      reply: Callable[[Any], str] | None = None) -> Iterator[Record]:
         """Stream the records of one dataset x model (see :meth:`compile`)."""
         job, kind, params = self.job(dataset, model, options)
-        yield from self._records(job, kind, params, reply)[1]
+        yield from self._records(job, kind, params, reply)[2]
 
     def _records(self, job: Job, kind: str, params: Mapping[str, Any],
-                 reply: Callable[[Any], str] | None) -> tuple[list[list[int]], Iterator[Record]]:
+                 reply: Callable[[Any], str] | None
+                 ) -> tuple[list[list[int]], list[Any] | None, Iterator[Record]]:
         try:
             retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
         except PromptCompilerError as err:
             raise err.located(dataset=job.abbr)
+        labels = None
         if kind == "gen":
             token = params.get("gen_field_replace_token", "")
             records = gen_records(job, retrieved, gen_field_replace_token=token)
         elif kind == "ppl":
-            records = ppl_records(job, retrieved, labels=params.get("labels"),
+            labels = list(params["labels"]) if params.get("labels") is not None else job.labels()
+            records = ppl_records(job, retrieved, labels=labels,
                                   normalizing_str=job.options.get("normalizing_str"))
         elif kind == "clp":
             records = clp_records(job, retrieved)
         else:
             records = chat_records(job, infer_mode=params.get("infer_mode", "last"), reply=reply)
-        return retrieved, _located(records, job)
+        return retrieved, labels, _located(records, job)
 
     def compile(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                 options: Mapping[str, Any] | None = None,
@@ -263,15 +266,13 @@ class Compiler:
             reply: Stands in for the model's answers in ChatInferencer ``every`` mode.
         """
         job, kind, params = self.job(dataset, model, options)
-        retrieved, records = self._records(job, kind, params, reply)
+        retrieved, labels, records = self._records(job, kind, params, reply)
         out = tuple(records)
-        labels = None
         failure = None
-        if kind == "ppl":
-            labels = tuple(params["labels"]) if params.get("labels") is not None else tuple(job.labels())
-            if retrieved:
-                failure = ppl_reference_failure(job, job.build_ice(retrieved[0]))
-        return CompiledDataset(job.abbr, job.model.abbr, kind, out, labels,
+        if kind == "ppl" and retrieved:
+            failure = ppl_reference_failure(job, job.build_ice(retrieved[0]))
+        return CompiledDataset(job.abbr, job.model.abbr, kind, out,
+                               tuple(labels) if labels is not None else None,
                                tuple(tuple(r) for r in retrieved), failure,
                                params.get("infer_mode", "last") if kind == "chat" else None)
 

@@ -8,7 +8,7 @@ OpenCompass's retrievers, including its separator defaults (``ice_separator`` an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -122,25 +122,22 @@ class SlidingWindowRetriever:
         return out
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BM25Retriever:
     """The ``ice_num`` training rows with the highest BM25 score against the test row."""
 
     ice_num: int = 1
     ice_separator: str = "\n"
     ice_eos_token: str = "\n"
-    _extra: dict[str, Any] = field(default_factory=dict)
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
                  policy: Policy) -> list[list[int]]:
-        from .bm25 import BM25Index
+        from .bm25 import BM25Index, input_field_text
 
-        def text(row: Row) -> str:
-            return " ".join(str(row.get(c)) for c in reader.input_columns)
-
-        index = BM25Index([text(r) for r in train])
+        cols = reader.input_columns
+        index = BM25Index([input_field_text(r, cols) for r in train])
         stable = policy.fixes("D17")
-        return [index.rank(text(r), self.ice_num, stable_ties=stable) for r in test]
+        return [index.rank(input_field_text(r, cols), self.ice_num, stable_ties=stable) for r in test]
 
 
 # -- construction from config -------------------------------------------------------

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .errors import LabelError, MissingTokenError, RenderError, TemplateError
-from .fill import Pattern, RowValues, fill_sequential
+from .fill import Pattern, RowValues
 from .policy import Policy
 from .promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
 

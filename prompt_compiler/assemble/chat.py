@@ -105,7 +105,9 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
     model = job.model
     answer = reply or (lambda _prompt: "<model reply>")
     origin: dict[int, list[Any]] = {}
-    counter = 0
+    # ChatInferencer swaps in chat parsers built from the model's own meta template
+    # (for hf_chat, OpenCompass's default chat meta).
+    meta = model.meta.raw if model.meta is not None else None
     for index in range(len(job.rows.test)):
         job.row = index
         chat, dialogue = _chats(job, index)
@@ -118,9 +120,9 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
         for turn, pos in enumerate(turns):
             history = chat[:pos]
             if model.parser == "lm":
-                rendered: Any = chat_to_lm(history, model.meta_raw)
+                rendered: Any = chat_to_lm(history, meta)
             else:
-                rendered = chat_to_api(history, model.meta_raw or _default_meta(model))
+                rendered = chat_to_api(history, meta)
             messages = to_chat_messages(rendered) if model.parser == "hf_chat" else None
             if infer_mode == "every":
                 chat[pos]["content"] = answer(rendered)
@@ -142,9 +144,4 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
         for rec in pending:
             rec.extra["origin_prompt"] = origin.get(index)  # type: ignore[index]
             yield rec
-
-
-def _default_meta(model: Any) -> Mapping[str, Any] | None:
-    return model.meta.raw if model.meta is not None else None
-
 

@@ -19,15 +19,17 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
         used = list(ids)
         prompt = job.gen_prompt(index, job.build_ice(used), gen_field_replace_token)
         rendered = model.render(prompt, "gen", job.policy)
+        n = job.token_len(rendered)
         if model.max_seq_len is not None:
-            while used and job.token_len(rendered) > model.max_seq_len:
+            while used and n > model.max_seq_len:
                 used.pop()
                 prompt = job.gen_prompt(index, job.build_ice(used), gen_field_replace_token)
                 rendered = model.render(prompt, "gen", job.policy)
+                n = job.token_len(rendered)
         yield Record(
             dataset=job.abbr, model=model.abbr, mode="gen", index=index, prompt=rendered,
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids),
-            token_len=job.token_len(rendered), chat_messages=model.chat_messages(rendered),
+            token_len=n, chat_messages=model.chat_messages(rendered),
             model_input=model.deliver(rendered, "gen"),
         )
 

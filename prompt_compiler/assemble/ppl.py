@@ -48,26 +48,29 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
     remain_sep = normalizing_str is not None
     limit = model.max_seq_len
 
-    def build(index: int, ids: list[int], label: Any, keep_sep: bool) -> tuple[Any, Any]:
+    def build(index: int, ids: list[int], label: Any, keep_sep: bool) -> tuple[Any, Any, int]:
         prompt = job.label_prompt(index, job.build_ice(ids), label, keep_sep)
-        return prompt, model.render(prompt, "ppl", policy)
+        rendered = model.render(prompt, "ppl", policy)
+        return prompt, rendered, job.token_len(rendered)
 
     for index, ids in enumerate(retrieved):
         job.row = index
         used = list(ids)
+        built = [build(index, used, lb, remain_sep) for lb in labels]
         if limit is not None and policy.fixes("D5"):
-            while used and any(job.token_len(build(index, used, lb, remain_sep)[1]) > limit
-                               for lb in labels):
+            while used and any(n > limit for _, _, n in built):
                 used.pop()
-        for label in labels:
-            prompt, rendered = build(index, used, label, remain_sep)
+                built = [build(index, used, lb, remain_sep) for lb in labels]
+        for label, (prompt, rendered, token_len) in zip(labels, built):
             if limit is not None and not policy.fixes("D5"):
-                while used and job.token_len(rendered) > limit:
+                if len(used) < len(ids):
+                    # OpenCompass carries the shortened list over from earlier labels (D5).
+                    prompt, rendered, token_len = build(index, used, label, remain_sep)
+                while used and token_len > limit:
                     used.pop()
                     # OpenCompass rebuilds without remain_sep here.
-                    prompt, rendered = build(index, used, label, False)
+                    prompt, rendered, token_len = build(index, used, label, False)
             extra: dict[str, Any] = {}
-            token_len = job.token_len(rendered)
             if normalizing_str is not None:
                 extra = _split_normalizing(job, prompt, normalizing_str)
                 rendered = model.render(extra.pop("scored"), "ppl", policy)
