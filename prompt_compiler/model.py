@@ -142,16 +142,18 @@ class Model:
         except PromptCompilerError as err:
             raise err.located(model=self.abbr, key_path="model.meta_template")
 
-    def chat_messages(self, rendered: Any) -> list[dict[str, str]] | None:
+    def chat_messages(self, rendered: Any, policy: Policy) -> list[dict[str, str]] | None:
         """OpenAI messages for chat-template models (``None`` for other parsers)."""
-        return to_chat_messages(rendered) if self.parser == "hf_chat" else None
+        if self.parser != "hf_chat":
+            return None
+        return to_chat_messages(rendered, pass_openai=policy.fixes("D18"))
 
-    def deliver(self, rendered: Any, mode: str) -> Any:
+    def deliver(self, rendered: Any, mode: str, policy: Policy) -> Any:
         """What the model finally receives, when it differs from ``rendered`` and
         :meth:`chat_messages`: the chat template's text, or the API format's request."""
         if self.chat_template is None and self.api_format is None and self.prompter is None:
             return None
-        messages = to_chat_messages(rendered)
+        messages = to_chat_messages(rendered, pass_openai=policy.fixes("D18"))
         if self.prompter is not None:
             # The last user turn is the input; earlier turns (system aside) are the history.
             turns = [m for m in messages if m["role"] != "system"]

@@ -25,6 +25,7 @@ DEFECTS: dict[str, str] = {
     "D15": "RawPromptTemplate masks the output column in gen prompts",
     "D16": "ChatInferencer: empty string items are skipped",
     "D17": "BM25: score ties ranked by descending row index",
+    "D18": "RawPromptTemplate messages pass to chat-template models unchanged",
 }
 
 _MODES = {"default": frozenset(DEFECTS), "opencompass": frozenset(), "compat": frozenset()}

@@ -292,7 +292,7 @@ def test_hf_chat_default_meta_adds_trailing_newline_to_user(policy):
     # every round renders HUMAN, then an empty SYSTEM (api_role HUMAN) slot: merged with '\n'
     assert rendered == [{"role": "HUMAN", "prompt": "q1\n"}, {"role": "BOT", "prompt": "a1"},
                         {"role": "HUMAN", "prompt": "q2\n"}]
-    assert model.chat_messages(rendered) == [
+    assert model.chat_messages(rendered, policy) == [
         {"role": "user", "content": "q1\n"}, {"role": "assistant", "content": "a1"},
         {"role": "user", "content": "q2\n"}]
 
@@ -318,10 +318,23 @@ def test_to_chat_messages_errors():
     assert info2.value.reference == ("KeyError", "'prompt'")
 
 
+def test_to_chat_messages_passes_openai_messages_when_d18_is_fixed():
+    raw = [{"role": "system", "content": "s"}, {"role": "user", "content": "x"},
+           {"role": "user", "content": ""}]
+    assert to_chat_messages(raw, pass_openai=True) == raw
+    model = Model.from_dict({"abbr": "m", "parser": "hf_chat"})
+    assert model.chat_messages(raw, Policy.of("default")) == raw
+    with pytest.raises(RenderError):
+        model.chat_messages(raw, Policy.of("compat"))
+    # HUMAN/BOT prompts keep the conversion even with the fix.
+    assert to_chat_messages([{"role": "HUMAN", "prompt": "q"}], pass_openai=True) == [
+        {"role": "user", "content": "q"}]
+
+
 def test_model_only_hf_chat_has_chat_messages():
     lm = Model.from_dict({"abbr": "m", "parser": "lm"})
     assert lm.meta is None
-    assert lm.chat_messages("x") is None
+    assert lm.chat_messages("x", Policy.of("default")) is None
 
 
 # -- properties -----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError, DataError, RenderError
 from ..promptlist import Marker, RoleItem
-from ..render import chat_to_api, chat_to_lm, to_chat_messages
+from ..render import chat_to_api, chat_to_lm
 from .base import Job, Record
 
 __all__ = ["CHAT_MODES", "chat_records", "promptlist_to_chat"]
@@ -123,7 +123,7 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
                 rendered: Any = chat_to_lm(history, meta)
             else:
                 rendered = chat_to_api(history, meta)
-            messages = to_chat_messages(rendered) if model.parser == "hf_chat" else None
+            messages = model.chat_messages(rendered, job.policy)
             if infer_mode == "every":
                 chat[pos]["content"] = answer(rendered)
             if infer_mode == "last":
@@ -138,7 +138,7 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
             pending.append(Record(
                 dataset=job.abbr, model=model.abbr, mode="chat", index=index, prompt=rendered,
                 intermediate=copy.deepcopy(history), turn=turn, token_len=job.token_len(rendered),
-                chat_messages=messages, model_input=model.deliver(rendered, "gen"),
+                chat_messages=messages, model_input=model.deliver(rendered, "gen", job.policy),
                 extra={"chat": original},
             ))
         for rec in pending:

@@ -29,8 +29,8 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
         yield Record(
             dataset=job.abbr, model=model.abbr, mode="gen", index=index, prompt=rendered,
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids),
-            token_len=n, chat_messages=model.chat_messages(rendered),
-            model_input=model.deliver(rendered, "gen"),
+            token_len=n, chat_messages=model.chat_messages(rendered, job.policy),
+            model_input=model.deliver(rendered, "gen", job.policy),
         )
 
 

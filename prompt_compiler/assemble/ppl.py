@@ -77,8 +77,8 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
             yield Record(
                 dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=rendered,
                 intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
-                token_len=token_len, chat_messages=model.chat_messages(rendered),
-            model_input=model.deliver(rendered, "ppl"), extra=extra,
+                token_len=token_len, chat_messages=model.chat_messages(rendered, policy),
+            model_input=model.deliver(rendered, "ppl", policy), extra=extra,
             )
 
 

@@ -21,10 +21,24 @@ _TO_OPENAI = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
 _FROM_OPENAI = {v: k for k, v in _TO_OPENAI.items()}
 
 
-def to_chat_messages(rendered: Any) -> list[dict[str, str]]:
-    """OpenAI messages from an API-rendered prompt (a str becomes one user message)."""
+_OPENAI_ROLES = frozenset(_FROM_OPENAI)
+
+
+def _is_openai_message(item: Any) -> bool:
+    return (isinstance(item, Mapping) and "prompt" not in item and "content" in item
+            and item.get("role") in _OPENAI_ROLES)
+
+
+def to_chat_messages(rendered: Any, *, pass_openai: bool = False) -> list[dict[str, str]]:
+    """OpenAI messages from an API-rendered prompt (a str becomes one user message).
+
+    ``pass_openai`` (defect D18 fixed): a message list that is already OpenAI-style
+    (a RawPromptTemplate's) goes through unchanged instead of failing on ``'prompt'``.
+    """
     if isinstance(rendered, str):
         return [{"role": "user", "content": rendered}]
+    if pass_openai and rendered and all(_is_openai_message(m) for m in rendered):
+        return [dict(m) for m in rendered]
     messages: list[dict[str, str]] = []
     for item in rendered:
         if isinstance(item, str):
