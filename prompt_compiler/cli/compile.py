@@ -1,11 +1,7 @@
-"""``compile-prompts``: a thin shell over :mod:`prompt_compiler.suite`.
+"""``compile-prompts PATH...``: compile a suite, a thin shell over :mod:`prompt_compiler.suite`.
 
     compile-prompts PATH... [--model NAME_OR_FILE]... [--data-dir DIR] [-o OUT]
                     [--mode compat|default] [--only ABBR_GLOB]... [--show N] [--check] [--jobs N]
-    compile-prompts models
-
-Exit status: 0 on success, 1 for a user error (one message, no traceback), 2 for a
-usage error.
 """
 
 from __future__ import annotations
@@ -17,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .errors import PromptCompilerError
+from ..errors import PromptCompilerError
 
-__all__ = ["main"]
+__all__ = ["run"]
 
 _MODES = {"compat": "opencompass", "opencompass": "opencompass", "default": "default"}
 
@@ -47,20 +43,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _list_models(out: TextIO, *, as_json: bool = False) -> int:
-    from .meta_library import list_model_templates
-
-    templates = list_model_templates()
-    if as_json:
-        out.write(json.dumps([{"name": t.name, "renderer": t.renderer, "description": t.description,
-                               "aliases": list(t.aliases), "source": t.source} for t in templates],
-                             ensure_ascii=False, indent=1) + "\n")
-        return 0
-    for tpl in templates:
-        out.write(f"{tpl.name:<28} {tpl.renderer:<8} {tpl.description}\n")
-    return 0
-
-
 class _Progress:
     """A one-line progress display on an interactive terminal; silent otherwise."""
 
@@ -80,27 +62,13 @@ class _Progress:
             self.stream.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return _main(argv)
-    except BrokenPipeError:  # e.g. `compile-prompts models | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-def _main(argv: list[str]) -> int:
-    if argv[:1] == ["models"] and not Path("models").exists():
-        sub = argparse.ArgumentParser(prog="compile-prompts models",
-                                      description="List the built-in model templates.")
-        sub.add_argument("--json", action="store_true", help="print them as JSON")
-        margs = sub.parse_args(argv[1:])
-        return _list_models(sys.stdout, as_json=margs.json)
+def run(argv: list[str]) -> int:
+    """Compile a suite (the default command)."""
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0:
         _parser().error("--jobs must be >= 1 and --show >= 0")
-    from . import suite as S
-    from .viewer import visible
+    from .. import suite as S
+    from ..viewer import visible
 
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
@@ -138,7 +106,3 @@ def _main(argv: list[str]) -> int:
         where = "checked, nothing written" if out is None else f"written to {out}/"
         print(f"{len(manifest['outputs'])} dataset x model pairs, {total} prompts ({mode} mode), {where}")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
