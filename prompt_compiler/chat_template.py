@@ -36,7 +36,6 @@ import jinja2.ext
 import jinja2.nodes
 import jinja2.parser
 import jinja2.runtime
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .errors import (
     ConfigError,
@@ -47,6 +46,7 @@ from .errors import (
     TemplateSyntaxError,
     UnsupportedError,
 )
+from .sandbox import PromptSandbox
 
 __all__ = ["SPECIAL_TOKEN_NAMES", "ChatTemplate", "RaisedTemplateError"]
 
@@ -137,7 +137,7 @@ class ChatTemplate:
     selected: str | None = None
     origin: str | None = None
     now: datetime | None = None
-    _env: ImmutableSandboxedEnvironment | None = field(
+    _env: PromptSandbox | None = field(
         default=None, init=False, repr=False, compare=False
     )
     _compiled: dict[str, jinja2.Template] = field(
@@ -448,8 +448,8 @@ class ChatTemplate:
             config_path=self.origin, key_path="chat_template",
         )
 
-    def _make_env(self) -> ImmutableSandboxedEnvironment:
-        env = ImmutableSandboxedEnvironment(
+    def _make_env(self) -> PromptSandbox:
+        env = PromptSandbox(
             trim_blocks=True,
             lstrip_blocks=True,
             extensions=[_GenerationBlock, jinja2.ext.loopcontrols],

@@ -30,7 +30,8 @@ Two policies for a variable the template uses but nobody set:
     >>> JinjaPrompt("<SYS>{{ task }}</SYS>", compat="adalflow")()
     '<SYS>None</SYS>'
 
-The engine is Jinja2 with ``StrictUndefined``, ``trim_blocks``, ``lstrip_blocks`` and
+The engine is Jinja2's immutable sandbox (:mod:`prompt_compiler.sandbox`: templates come from
+configs, which are data) with ``StrictUndefined``, ``trim_blocks``, ``lstrip_blocks`` and
 ``keep_trailing_newline``, without autoescaping. A template is parsed and compiled once; values
 are inserted verbatim and never rendered again, so ``{{`` inside data stays ``{{``.
 :func:`compile_jinja` gives the same engine to callers that fill templates from a mapping, such as
@@ -56,6 +57,7 @@ from .errors import (
     TemplateError,
     TemplateSyntaxError,
 )
+from .sandbox import PromptSandbox
 
 __all__ = [
     "COMPAT_MODES",
@@ -182,12 +184,17 @@ def _is_none(value: object) -> bool:
 def jinja_environment() -> jinja2.Environment:
     """The shared Jinja2 environment of all prompts (created on first use).
 
+    Templates come from configs and datasets, which are data, so the environment is the
+    project's sandbox (:class:`~prompt_compiler.sandbox.PromptSandbox`): an escape such as
+    ``cycler.__init__.__globals__`` raises ``SecurityError`` (reported as a
+    :class:`~prompt_compiler.errors.TemplateError`).
+
     Returns:
-        ``Environment(undefined=StrictUndefined, trim_blocks=True, keep_trailing_newline=True,
-        lstrip_blocks=True)`` without autoescaping, whose ``none`` test also accepts unset
-        variables.
+        ``PromptSandbox(undefined=StrictUndefined, trim_blocks=True,
+        keep_trailing_newline=True, lstrip_blocks=True)`` without autoescaping, whose ``none``
+        test also accepts unset variables.
     """
-    env = jinja2.Environment(
+    env = PromptSandbox(
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         keep_trailing_newline=True,

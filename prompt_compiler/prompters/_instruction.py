@@ -8,6 +8,7 @@ prefixed to the user turn; only a ``{"system", "user"}`` instruction has one). S
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,25 @@ __all__ = [
     "normalize_extra_keys",
     "split_input",
 ]
+
+class _SlotFormatter(string.Formatter):
+    """``str.format`` limited to bare slot names: the instruction comes from a config and the
+    value from data, so ``{input.__class__}`` or ``{input[0]}`` must not reach attributes or
+    items (the caller then fills textually), and a width such as ``{input:>999999999}`` is
+    refused instead of building a huge string."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, str]:
+        if field_name not in kwargs:
+            raise KeyError(field_name)
+        return kwargs[field_name], field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if re.search(r"\d{5,}", format_spec):
+            raise ValueError(f"format width too large: {format_spec!r}")
+        return format(value, format_spec)
+
+
+_FORMATTER = _SlotFormatter()
 
 SLOT_PATTERN = re.compile(r"\{(\w+)\}")
 """A slot in an instruction: ``{name}``."""
@@ -108,9 +128,10 @@ class InstructionTemplate:
         (slot,) = self.slots
         try:
             return InstructionTemplate(
-                self.system.format(**{slot: value}), self.user.format(**{slot: value})
+                _FORMATTER.format(self.system, **{slot: value}),
+                _FORMATTER.format(self.user, **{slot: value}),
             )
-        except (KeyError, IndexError, ValueError, AttributeError):
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
             # Literal braces that str.format rejects: fill the slot textually instead.
             return self.fill({slot: value})
 
