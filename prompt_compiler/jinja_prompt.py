@@ -57,7 +57,7 @@ from .errors import (
     TemplateError,
     TemplateSyntaxError,
 )
-from .sandbox import PromptSandbox
+from .sandbox import PromptSandbox, SecurityError
 
 __all__ = [
     "COMPAT_MODES",
@@ -273,8 +273,12 @@ def _render_strict(
     except Exception as exc:
         line = _template_line(exc.__traceback__)
         at = f" at line {line}" if line is not None else ""
+        blocked = isinstance(exc, SecurityError)
         raise TemplateError(
-            f"Error rendering Jinja2 template{at}: {exc}",
+            f"Error rendering Jinja2 template{at}: {exc}"
+            + (" (blocked by the sandbox)" if blocked else ""),
+            hint="a template reads values; it cannot reach Python internals or run code"
+            if blocked else None,
             reference=("ValueError", _RENDER_PREFIX + str(exc)),
         ) from exc
 
