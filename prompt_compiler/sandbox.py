@@ -23,8 +23,9 @@ import operator
 import re
 from typing import Any, Final
 
+from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context, Undefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 __all__ = ["MAX_POWER_BITS", "MAX_REPEAT", "PromptSandbox", "SecurityError"]
 
