@@ -37,6 +37,7 @@ import jinja2.nodes
 import jinja2.parser
 import jinja2.runtime
 
+from .chat_inputs import continue_fields, plain, prepare_messages, template_globals
 from .errors import (
     ConfigError,
     DataError,
@@ -371,7 +372,7 @@ class ChatTemplate:
                 "add_generation_prompt opens a new assistant turn while continue_final_message "
                 "leaves the last message open; set only one of them"
             )
-        tool_schemas = _check_tools(tools)
+        tool_schemas = plain(_check_tools(tools))
         if documents is not None:
             for i, document in enumerate(documents):
                 if not isinstance(document, Mapping):
@@ -384,16 +385,17 @@ class ChatTemplate:
         text = self.source if template_name is None else self._named(template_name)
         template = self.compiled(template_name)
 
-        chat: Sequence[Mapping[str, Any]] = messages
+        # transformers' pre-processing: None-valued keys dropped, plain data, reasoning aliased.
+        chat: Sequence[Any] = prepare_messages(messages)
         continued: str | None = None
         if continue_final_message:
             key = continue_final_message if isinstance(continue_final_message, str) else "content"
-            chat, continued = self._tag_final_message(messages, key, text)
+            chat, continued = self._tag_final_message(chat, key, text)
 
-        variables = {**self.special_tokens, **template_kwargs}
+        variables = plain({**self.special_tokens, **template_kwargs})
         try:
             rendered = template.render(
-                messages=chat, tools=tool_schemas, documents=documents,
+                messages=chat, tools=tool_schemas, documents=plain(documents),
                 add_generation_prompt=add_generation_prompt, **variables,
             )
         except PromptCompilerError:
@@ -463,6 +465,7 @@ class ChatTemplate:
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = strftime_now
+        env.globals.update(template_globals())  # restricted dict and namespace
         return env
 
     def _compile(self, text: str, template_name: str | None) -> jinja2.Template:
@@ -493,7 +496,8 @@ class ChatTemplate:
         final = last.get(key)
         if final is None:
             raise DataError(f"continue_final_message: the last message has no {key!r} to continue")
-        if key not in text:
+        fields = continue_fields(last, key)  # a reasoning text continues in every copy
+        if not any(f in text for f in fields):
             raise TemplateError(
                 f"continue_final_message: the chat template never mentions {key!r}, so it "
                 "cannot render the text to continue"
@@ -508,7 +512,8 @@ class ChatTemplate:
             raise DataError(
                 "continue_final_message: the last message has no text block to continue"
             )
-        last[key] = _append_tag(final)
+        for f in fields:
+            last[f] = _append_tag(last[f])
         return chat, str(final)
 
     def _cut_after_final(self, rendered: str, continued: str) -> str:

@@ -363,3 +363,79 @@ def test_shared_hf_chat_cases_pass(shared_dir: Path) -> None:
     code, output = run_conformance("hf_chat", cases, golden)
     assert code == 0, output
     assert output.strip().splitlines()[-1].endswith(" passed, 0 failed")
+
+
+# ------------------------------------------- transformers 5.x pre-processing and globals
+# Expected texts written by hand from transformers 5.23's apply_chat_template rules.
+
+ITEMS = ("{% for m in messages %}{% for k, v in m.items() %}{{ k }}={{ v }};{% endfor %}"
+         "|{% endfor %}")
+
+
+def test_none_valued_keys_are_dropped_before_rendering() -> None:
+    tpl = ChatTemplate.from_string(
+        "{% for m in messages %}{{ m.role }}:{{ m.content if 'content' in m else '-' }}"
+        "{% if m.tool_calls is defined %}[tools]{% endif %};{% endfor %}")
+    chat = [{"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": None, "tool_calls": None}]
+    assert tpl.render(chat) == "user:Hi;assistant:-;"
+    assert chat[1] == {"role": "assistant", "content": None, "tool_calls": None}  # caller's kept
+
+
+def test_reasoning_is_given_under_both_thinking_and_reasoning_content() -> None:
+    tpl = ChatTemplate.from_string(ITEMS)
+    out = tpl.render([{"role": "assistant", "reasoning": "r1", "content": "a"},
+                      {"role": "assistant", "content": "b", "thinking": "t2"},
+                      {"role": "assistant", "thinking": "t3", "reasoning_content": "rc3"},
+                      {"role": "user", "content": "c", "reasoning_content": None}])
+    assert out == ("thinking=r1;role=assistant;reasoning=r1;content=a;reasoning_content=r1;|"
+                   "thinking=t2;role=assistant;content=b;reasoning_content=t2;|"
+                   "thinking=t3;role=assistant;reasoning_content=rc3;|"
+                   "role=user;content=c;|")
+
+
+def test_continue_final_message_on_a_reasoning_field_continues_every_copy() -> None:
+    # A template that reads `thinking` (gpt-oss style) continues the reasoning given as
+    # reasoning_content: both copies carry the cut tag, the one the template prints is cut.
+    tpl = ChatTemplate.from_string(
+        "{% for m in messages %}<{{ m.role }}>{% if m.thinking %}[{{ m.thinking }}]{% endif %}"
+        "{{ m.content }}</{{ m.role }}>{% endfor %}")
+    chat = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "reasoning_content": "Let me think"}]
+    assert tpl.render(chat, continue_final_message="reasoning_content") == (
+        "<user>q</user><assistant>[Let me think")
+    with pytest.raises(TemplateError, match="never mentions 'thinking'"):
+        ChatTemplate.from_string("{{ messages[0].content }}").render(
+            chat, continue_final_message="thinking")
+    with pytest.raises(DataError, match="no 'reasoning' to continue"):  # not one of the copies
+        tpl.render(chat, continue_final_message="reasoning")
+
+
+def test_dict_global_is_transformers_restricted_callable() -> None:
+    tpl = ChatTemplate.from_string(
+        "{{ dict(a=1)['a'] }} {{ dict.fromkeys(['x', 'y'], 0) | tojson }}")
+    assert tpl.render([]) == '1 {"x": 0, "y": 0}'
+    with pytest.raises(RenderError, match="items"):
+        ChatTemplate.from_string("{{ dict.items }}x{{ dict.items() }}").render([])
+
+
+def test_namespace_refuses_private_attributes() -> None:
+    ok = ChatTemplate.from_string(
+        "{% set ns = namespace(n=1) %}{% set ns.n = ns.n + 1 %}{{ ns.n }}")
+    assert ok.render([]) == "2"
+    for text in ("{% set ns = namespace(_x=1) %}{{ ns._x }}",
+                 "{% set ns = namespace() %}{% set ns._x = 1 %}x"):
+        with pytest.raises(RenderError, match="underscore-prefixed attribute '_x'") as info:
+            ChatTemplate.from_string(text).render([])
+        assert info.value.reference is not None and info.value.reference[0] == "SecurityError"
+
+
+def test_message_values_are_plain_data() -> None:
+    class Text(str):
+        def shout(self) -> str:
+            return self.upper()
+
+    tpl = ChatTemplate.from_string("{{ messages[0].content }}|{{ messages[0].extra }}|"
+                                   "{{ messages[0].content.shout is defined }}")
+    assert tpl.render([{"role": "user", "content": Text("hi"), "extra": object()}]) == (
+        "hi|<object>|False")
