@@ -219,7 +219,15 @@ class Compiler:
                     f"input column {col!r} is not in the rows; columns: "
                     f"{', '.join(c for c in rows.test[0] if c not in ('subdivision', 'idx'))}",
                     key_path="reader_cfg.input_columns", row=0)
-        job = Job(abbr, reader, rows, ice, prompt, retriever, model, self.policy, dict(options))
+        from .fewshot import check_fewshot, check_ice_template
+
+        opts = dict(options)
+        if opts.get("fewshot") is not None:  # the CLI's --fewshot wins over the dataset key
+            opts["fewshot"] = check_fewshot(opts["fewshot"], where="--fewshot")
+        else:
+            opts["fewshot"] = check_fewshot(dataset.get("fewshot"), where="fewshot")
+        check_ice_template(opts["fewshot"], ice)
+        job = Job(abbr, reader, rows, ice, prompt, retriever, model, self.policy, opts)
         return job, kind, params
 
     # -- compiling --------------------------------------------------------------

@@ -39,6 +39,7 @@ __all__ = [
     "MissingFieldError",
     "MissingTokenError",
     "PromptCompilerError",
+    "PromptCompilerWarning",
     "RegistryError",
     "RenderError",
     "RetrievalError",
@@ -193,3 +194,8 @@ class RenderError(PromptCompilerError, TypeError):
 
 class UnsupportedError(PromptCompilerError, ValueError):
     """A well-formed combination that the reproduced system rejects (e.g. CLP with an API model)."""
+
+
+class PromptCompilerWarning(UserWarning):
+    """Something a user should know that does not stop the compile (e.g. a dropped
+    system message); the CLI prints it as ``compile-prompts: warning: ...``."""

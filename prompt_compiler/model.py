@@ -76,6 +76,9 @@ class Model:
     """Extra chat-template variables, e.g. ``{"enable_thinking": False}``."""
     prompter: Any = None
     """An instruction prompter (``AlpacaPrompter``/``ChatPrompter``) that builds the final input."""
+    system_role: str | None = None
+    """``native``, ``merge``, ``drop`` or ``error`` (:mod:`prompt_compiler.system_role`);
+    ``None`` keeps OpenCompass's behaviour."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -89,8 +92,16 @@ class Model:
             raise RegistryError(f"unknown renderer {parser!r}; available: {', '.join(PARSERS)}",
                                 key_path=f"{where}.parser", model=str(abbr))
         raw = cfg.get("meta_template")
+        from .system_role import check_system_role, native_meta
+
+        system_role = check_system_role(cfg.get("system_role"), where=f"{where}.system_role",
+                                        model=str(abbr))
+        effective = raw or (DEFAULT_CHAT_META if parser == "hf_chat" else None)
+        if system_role == "native":
+            effective = native_meta(effective, parser, model=str(abbr),
+                                    where=f"{where}.system_role")
         try:
-            meta = MetaTemplate.parse(raw or (DEFAULT_CHAT_META if parser == "hf_chat" else None),
+            meta = MetaTemplate.parse(effective,
                                       where=f"{where}.meta_template", lm=parser == "lm")
         except PromptCompilerError as err:
             raise err.located(model=str(abbr))
@@ -126,8 +137,19 @@ class Model:
         if not isinstance(kwargs, Mapping):
             raise ConfigError("template_kwargs must be a dict", key_path=f"{where}.template_kwargs",
                               model=str(abbr))
+        if system_role == "native" and chat_template is not None:
+            from .system_role import chat_template_system
+
+            handled = chat_template_system(chat_template)
+            if handled != "native":
+                raise ConfigError(
+                    f"system_role: native, but the model's chat template "
+                    f"{ {'error': 'rejects', 'merged': 'merges', 'dropped': 'drops'}[handled]} "
+                    "a system message",
+                    key_path=f"{where}.system_role", model=str(abbr),
+                    hint="use system_role: merge (fold it into the first user turn) or drop")
         return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
-                   chat_template, api_format, dict(kwargs), prompter)
+                   chat_template, api_format, dict(kwargs), prompter, system_role)
 
     @property
     def is_api(self) -> bool:
@@ -136,6 +158,10 @@ class Model:
     def render(self, prompt: Any, mode: str, policy: Policy) -> Any:
         """The model input for a compiled prompt (``mode``: ``gen`` or ``ppl``)."""
         try:
+            if self.system_role is not None:
+                from .system_role import apply_system_role
+
+                prompt = apply_system_role(prompt, self.system_role, model=self.abbr)
             if self.parser == "lm":
                 return render_lm(prompt, self.meta, mode, policy)
             return render_api(prompt, self.meta, mode, policy)

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import hashlib
+
 import numpy as np
 
 from .errors import ConfigError, RetrievalError, UnsupportedError
@@ -25,6 +27,7 @@ __all__ = [
     "SlidingWindowRetriever",
     "ZeroRetriever",
     "default_retrievers",
+    "stateless_sample",
 ]
 
 Row = Mapping[str, Any]
@@ -87,6 +90,8 @@ class RandomRetriever:
     seed: int = 43
     ice_separator: str = "\n"
     ice_eos_token: str = "\n"
+    stateless: bool = False
+    """Draw each row's ids from (seed, row id) alone (see :func:`stateless_sample`)."""
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
                  policy: Policy) -> list[list[int]]:
@@ -96,9 +101,47 @@ class RandomRetriever:
                 f"{len(train)} training rows", key_path="infer_cfg.retriever.ice_num",
                 reference=("ValueError", "Cannot take a larger sample than population when 'replace=False'"),
             )
+        if self.stateless:
+            return [stateless_sample(self.seed, row_id(row, pos), len(train), self.ice_num)
+                    for pos, row in enumerate(test)]
         rng = np.random.RandomState(self.seed)
         return [[int(i) for i in rng.choice(len(train), self.ice_num, replace=False)]
                 for _ in test]
+
+
+def row_id(row: Row, position: int) -> int:
+    """A test row's stable id: its index in its split (``idx``), else its position."""
+    idx = row.get("idx")
+    return idx if isinstance(idx, int) and not isinstance(idx, bool) else position
+
+
+def _uniform(seed: int, row: int, draw: int, bound: int) -> int:
+    """An integer in ``[0, bound)`` from (seed, row, draw) alone: SHA-256 of the three,
+    rejection-sampled so every value is equally likely. The same on every machine."""
+    limit = (1 << 64) - (1 << 64) % bound
+    attempt = 0
+    while True:
+        digest = hashlib.sha256(f"{seed}:{row}:{draw}:{attempt}".encode()).digest()
+        value = int.from_bytes(digest[:8], "big")
+        if value < limit:
+            return value % bound
+        attempt += 1
+
+
+def stateless_sample(seed: int, row: int, population: int, k: int) -> list[int]:
+    """``k`` distinct ids out of ``range(population)`` for test row ``row``.
+
+    A partial Fisher-Yates shuffle over a sparse swap table: O(k) time and memory,
+    uniform over ordered samples, and a function of ``(seed, row)`` only, so a row's
+    examples never depend on which other rows are compiled.
+    """
+    swapped: dict[int, int] = {}
+    out = []
+    for j in range(k):
+        t = j + _uniform(seed, row, j, population - j)
+        out.append(swapped.get(t, t))
+        swapped[t] = swapped.get(j, j)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +216,9 @@ def _builder(cls: Any, accepted: set[str], required: tuple[str, ...] = ()) -> Ca
         for k in ("ice_separator", "ice_eos_token"):
             if k in kwargs and not isinstance(kwargs[k], str):
                 raise ConfigError(f"{k} must be a str, got {kwargs[k]!r}", key_path=f"{where}.{k}")
+        if "stateless" in kwargs and not isinstance(kwargs["stateless"], bool):
+            raise ConfigError(f"stateless must be true or false, got {kwargs['stateless']!r}",
+                              key_path=f"{where}.stateless")
         for k in ("ice_num", "k", "seed"):
             if k in kwargs and (not isinstance(kwargs[k], int) or isinstance(kwargs[k], bool)):
                 raise ConfigError(f"{k} must be an int, got {kwargs[k]!r}", key_path=f"{where}.{k}")
@@ -197,7 +243,7 @@ def default_retrievers() -> dict[str, Callable[[Mapping[str, Any], str], Retriev
     return {
         "ZeroRetriever": _builder(ZeroRetriever, {"ice_eos_token"}),
         "FixKRetriever": _builder(FixKRetriever, {"fix_id_list"}, ("fix_id_list",)),
-        "RandomRetriever": _builder(RandomRetriever, {"seed"}),
+        "RandomRetriever": _builder(RandomRetriever, {"seed", "stateless"}),
         "SlidingWindowRetriever": _builder(SlidingWindowRetriever, {"k"}, ("k",)),
         "BM25Retriever": _builder(BM25Retriever, set()),
         **{n: _needs_embeddings(n) for n in (

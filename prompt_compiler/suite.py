@@ -52,6 +52,8 @@ class Suite:
     models: tuple[ModelConfig, ...]
     paths: tuple[str, ...] = ()
     """The files and folders the suite was loaded from."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Compile options for every pair, over the configs' own (e.g. ``{"fewshot": "inline"}``)."""
 
     def pairs(self, only: Sequence[str] = ()) -> list[Pair]:
         """Every dataset x model (datasets filtered by ``only`` abbr globs)."""
@@ -61,7 +63,7 @@ class Suite:
                 options[d.config_path + d.key_path] = dict(cfg.options)
         datasets = [d for d in self.datasets
                     if not only or any(fnmatch.fnmatchcase(d.abbr, g) for g in only)]
-        return [Pair(d, m, options.get(d.config_path + d.key_path, {}))
+        return [Pair(d, m, {**options.get(d.config_path + d.key_path, {}), **self.options})
                 for d in datasets for m in self.models]
 
 

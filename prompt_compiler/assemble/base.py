@@ -162,17 +162,27 @@ class Job:
     def gen_prompt(self, index: int, ice: Ice, replace_token: str = "") -> Any:
         tp, path = self._main_template()
         try:
-            return tp.gen_item(self.rows.test[index], ice, self.policy,
-                               output_column=self.reader.output_column, replace_token=replace_token)
+            prompt = tp.gen_item(self.rows.test[index], ice, self.policy,
+                                 output_column=self.reader.output_column, replace_token=replace_token)
         except PromptCompilerError as err:
             raise err.located(key_path=path)
+        return self._shaped(prompt)
+
+    def _shaped(self, prompt: Any) -> Any:
+        """The few-shot style applied (``fewshot: inline`` folds examples into the user turn)."""
+        if self.options.get("fewshot") == "inline":
+            from ..fewshot import inline_examples
+
+            return inline_examples(prompt)
+        return prompt
 
     def label_prompt(self, index: int, ice: Ice, label: Any, remain_sep: bool = False) -> Any:
         tp, path = self._main_template()
         try:
-            return tp.label_item(self.rows.test[index], ice, label, self.policy, remain_sep=remain_sep)
+            prompt = tp.label_item(self.rows.test[index], ice, label, self.policy, remain_sep=remain_sep)
         except PromptCompilerError as err:
             raise err.located(key_path=path)
+        return self._shaped(prompt)
 
     def labels(self) -> list[Any]:
         """PPL labels: the template dict's keys, else the data's distinct answers."""

@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="compile and validate everything, write nothing")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="compile N pairs in parallel")
     p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
+    p.add_argument("--fewshot", choices=("multiturn", "inline"),
+                   help="role-based in-context examples as user/assistant turns, or inline as "
+                        "text in the first user turn (overrides the datasets' 'fewshot' key)")
     return p
 
 
@@ -74,6 +77,10 @@ def run(argv: list[str]) -> int:
     progress = _Progress(sys.stderr)
     try:
         loaded = S.load(args.paths, models=args.model)
+        if args.fewshot:
+            import dataclasses
+
+            loaded = dataclasses.replace(loaded, options={"fewshot": args.fewshot})
         if args.show:
             color = sys.stdout.isatty()
             for pair in loaded.pairs(args.only):

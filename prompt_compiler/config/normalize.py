@@ -215,6 +215,14 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     for key in _MODEL_OPTIONAL_KEYS:
         if key in entry:
             spec[key] = _optional_int(entry, key, key_path, where)
+    if "system_role" in entry:
+        from ..system_role import check_system_role
+
+        try:
+            spec["system_role"] = check_system_role(entry["system_role"], model=abbr,
+                                                    where=f"{key_path}.system_role")
+        except PromptCompilerError as err:
+            raise err.located(**where) from None
     return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
 
 
