@@ -14,6 +14,7 @@ Without the key the config decides, as in OpenCompass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .errors import ConfigError, TemplateError
@@ -41,7 +42,8 @@ def check_ice_template(style: str | None, ice_template: Any) -> None:
     kind = getattr(ice_template, "kind", None)
     template = getattr(ice_template, "template", None)
     role_based = kind == "meta" or kind is None or (
-        kind == "labels" and all(not isinstance(v, str) for v in template.values()))
+        kind == "labels" and isinstance(template, Mapping)
+        and all(not isinstance(v, str) for v in template.values()))
     if not role_based:
         raise ConfigError(
             "fewshot: multiturn needs a role-based ice_template (a 'round' of HUMAN/BOT "

@@ -7,11 +7,10 @@ OpenCompass's retrievers, including its separator defaults (``ice_separator`` an
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-import hashlib
 
 import numpy as np
 

@@ -45,7 +45,7 @@ def check_system_role(value: Any, *, where: str, model: str) -> str | None:
 
 def _is_system(item: Any) -> bool:
     if isinstance(item, RoleItem):
-        return item.role == "SYSTEM"
+        return bool(item.role == "SYSTEM")
     return isinstance(item, Mapping) and item.get("role") == "system" and "content" in item
 
 
@@ -127,7 +127,8 @@ def native_meta(meta: Mapping[str, Any] | None, parser: str, *, model: str,
         return out
     # Out of the round (where OpenCompass's default chat meta template has it as a second
     # HUMAN slot, rendering an empty message each round) into the reserved roles.
-    out["round"] = [r for r in out["round"] if not (isinstance(r, dict) and r.get("role") == "SYSTEM")]
+    out["round"] = [r for r in out["round"]
+                    if not (isinstance(r, dict) and r.get("role") == "SYSTEM")]
     out["reserved_roles"] = [r for r in out.get("reserved_roles", []) if r.get("role") != "SYSTEM"]
     out["reserved_roles"].append({**(system or {"role": "SYSTEM"}), "api_role": "SYSTEM"})
     return out
@@ -139,7 +140,8 @@ def chat_template_system(template: Any) -> str:
     from .errors import PromptCompilerError
     from .special_tokens import model_special_tokens
 
-    messages = [{"role": "system", "content": _PROBE_SYSTEM}, {"role": "user", "content": _PROBE_USER}]
+    messages = [{"role": "system", "content": _PROBE_SYSTEM},
+                {"role": "user", "content": _PROBE_USER}]
     try:
         text = template.render(messages, add_generation_prompt=True)
     except PromptCompilerError:

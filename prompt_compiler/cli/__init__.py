@@ -2,6 +2,9 @@
 
     compile-prompts PATH... [options]        compile a suite (prompt_compiler/cli/compile.py)
     compile-prompts models [--json]          list the built-in model templates
+    compile-prompts lint PATH... [--strict]  findings that compile but are probably wrong
+    compile-prompts check-template MODEL --chat-template PATH
+                                             a meta template against a chat template
 
 A subcommand word always wins over a path of the same name: write ``./models`` to
 compile a folder called ``models``. Each subcommand lives in its own module here and
@@ -21,6 +24,8 @@ __all__ = ["SUBCOMMANDS", "main"]
 
 SUBCOMMANDS: dict[str, str] = {
     "models": "models",
+    "lint": "lint",
+    "check-template": "check_template",
 }
 """Subcommand word -> module in this package."""
 

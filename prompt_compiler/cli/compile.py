@@ -7,15 +7,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import PromptCompilerError
+from ..errors import PromptCompilerError, PromptCompilerWarning
 
-__all__ = ["run"]
+__all__ = ["quiet_warnings", "run", "warnings_to_stderr"]
 
 _MODES = {"compat": "opencompass", "opencompass": "opencompass", "default": "default"}
 
@@ -37,13 +40,32 @@ def _parser() -> argparse.ArgumentParser:
                    help="compile only datasets whose abbr matches (repeatable)")
     p.add_argument("--show", type=int, default=0, metavar="N",
                    help="print N prompts per dataset x model, whitespace and special tokens visible")
-    p.add_argument("--check", action="store_true", help="compile and validate everything, write nothing")
+    p.add_argument("--check", action="store_true",
+                   help="compile and validate everything, write nothing; also print lint findings")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="compile N pairs in parallel")
     p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
     return p
+
+
+@contextlib.contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    """Print each distinct :class:`PromptCompilerWarning` once as ``compile-prompts: warning: ...``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", PromptCompilerWarning)
+        warnings.showwarning = lambda message, *args, **kwargs: print(
+            f"compile-prompts: warning: {message}", file=sys.stderr)
+        yield
+
+
+@contextlib.contextmanager
+def quiet_warnings() -> Iterator[None]:
+    """Silence :class:`PromptCompilerWarning` (lint reports the same things as findings)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PromptCompilerWarning)
+        yield
 
 
 class _Progress:
@@ -70,6 +92,11 @@ def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0:
         _parser().error("--jobs must be >= 1 and --show >= 0")
+    with warnings_to_stderr():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from .. import suite as S
     from ..viewer import visible
 
@@ -97,6 +124,14 @@ def run(argv: list[str]) -> int:
         out = None if args.check else (args.out or Path("out"))
         manifest = S.compile_to_dir(loaded, out, data_dir=args.data_dir, mode=mode, only=args.only,
                                     jobs=args.jobs, progress=progress)
+        if args.check:
+            from ..lint import lint_suite
+
+            with quiet_warnings():
+                findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only)
+            progress.done()
+            for finding in findings:
+                print(f"compile-prompts: warning: {finding}", file=sys.stderr)
     except PromptCompilerError as err:
         progress.done()
         print(f"compile-prompts: error: {err}", file=sys.stderr)

@@ -1,0 +1,264 @@
+"""Lint: what compiles but is probably wrong, found before any GPU time is spent.
+
+Each :class:`Finding` has a stable ``code``:
+
+``unknown-placeholder``
+    A ``{name}`` in a template that matches no column (it stays in the prompt verbatim).
+``special-token-in-data``
+    A model's special token (from its meta or chat template) inside a dataset value.
+``template-syntax-in-data``
+    ``{column}`` or the ice token inside a dataset value: OpenCompass's compat mode fills
+    placeholders one column at a time over text that already holds values, so such a
+    value is rewritten there.
+``empty-prompt``
+    A compiled prompt with no text at all.
+``empty-test-split``
+    A dataset with no test rows (it compiles to nothing).
+``shot-leak``
+    An in-context example whose input columns equal the test row's.
+``system-dropped``
+    The prompt has a system message that the model's template drops or merges into a
+    user turn (see :mod:`prompt_compiler.system_role`).
+
+Findings are warnings: the compile itself still succeeds. Model-independent findings
+carry ``model=None``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .compiler import Compiler
+from .placeholders import unknown_placeholders
+from .special_tokens import model_special_tokens
+from .system_role import has_system, system_handling
+
+__all__ = ["CODES", "Finding", "lint_suite"]
+
+CODES = ("unknown-placeholder", "special-token-in-data", "template-syntax-in-data",
+         "empty-prompt", "empty-test-split", "shot-leak", "system-dropped")
+
+_NO_MODEL = {"abbr": "(no model)", "parser": "lm", "meta_template": None}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One lint finding: a stable code, a message, and where."""
+
+    code: str
+    """One of :data:`CODES`."""
+    message: str
+    config_path: str | None = None
+    dataset: str | None = None
+    model: str | None = None
+    """``None`` when the finding does not depend on the model."""
+    key_path: str | None = None
+    row: int | None = None
+    """The test row's index (as in the records), when one row is concerned."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``lint --json`` prints."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        where = [f"dataset {self.dataset!r}"] if self.dataset else []
+        if self.model:
+            where.append(f"model {self.model!r}")
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.key_path:
+            where.append(f"at {self.key_path}")
+        prefix = f"{self.config_path}: " if self.config_path else ""
+        return f"{prefix}{', '.join(where)}: {self.code}: {self.message}"
+
+
+def _values(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string inside a row value, with its key path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _values(v, f"{path}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _values(v, f"{path}[{i}]")
+
+
+def _row_strings(row: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, str, str]]:
+    """``(column, key path, text)`` of a row's string values (the reader's own columns skipped)."""
+    for col, value in row.items():
+        if col in ("subdivision", "idx"):
+            continue
+        for path, text in _values(value, f"{prefix}.{col}"):
+            yield col, path, text
+
+
+def _prompt_is_empty(prompt: Any) -> bool:
+    if isinstance(prompt, str):
+        return not prompt.strip()
+    if isinstance(prompt, list):
+        texts = [m.get("content", m.get("prompt")) if isinstance(m, Mapping) else m for m in prompt]
+        return all(not (t.strip() if isinstance(t, str) else t) for t in texts)
+    return False
+
+
+class _DatasetLint:
+    """The checks of one dataset (for every model of the suite)."""
+
+    def __init__(self, pair_dataset: Any, spec: Mapping[str, Any], models: Sequence[Any],
+                 options: Mapping[str, Any], compiler: Compiler) -> None:
+        self.ds = pair_dataset
+        self.spec = spec
+        self.models = models
+        self.options = options
+        self.compiler = compiler
+        self.findings: list[Finding] = []
+        self.prefix = pair_dataset.key_path
+
+    def add(self, code: str, message: str, *, model: str | None = None,
+            key_path: str | None = None, row: int | None = None) -> None:
+        path = f"{self.prefix}.{key_path}" if self.prefix and key_path else key_path
+        self.findings.append(Finding(code, message, self.ds.config_path, self.ds.abbr, model,
+                                     path, row))
+
+    def run(self) -> list[Finding]:
+        first = True
+        for model in self.models or [None]:
+            spec = {**model.spec, "abbr": model.abbr} if model is not None else _NO_MODEL
+            job, kind, params = self.compiler.job(self.spec, spec, self.options)
+            if first:
+                if not job.rows.test:
+                    self.add("empty-test-split", "the test split has no rows, so the dataset "
+                             "compiles to no prompt", key_path="reader_cfg.test_split")
+                    return self.findings
+                self._placeholders(job)
+            records = list(self.compiler._records(job, kind, params, None)[2])
+            used = sorted({i for r in records for i in r.retrieved_ids})
+            if first:
+                self._template_syntax(job, used)
+                self._leaks(job, records)
+                first = False
+            if model is not None:
+                self._model_checks(job, records, used)
+        return self.findings
+
+    # -- model-independent ----------------------------------------------------------
+
+    def _placeholders(self, job: Any) -> None:
+        infer = self.spec.get("infer_cfg", {})
+        test_cols = list(job.rows.test[0])
+        train_cols = list(job.rows.train[0]) if job.rows.train else test_cols
+        for key, cols in (("ice_template", train_cols), ("prompt_template", test_cols)):
+            for found in unknown_placeholders(infer.get(key), cols, f"infer_cfg.{key}"):
+                self.add("unknown-placeholder", found.message, key_path=found.key_path)
+
+    def _template_syntax(self, job: Any, used: Sequence[int]) -> None:
+        tokens = {t for t in (getattr(job.prompt_template, "ice_token", None),
+                              getattr(job.ice_template, "ice_token", None)) if t}
+        cols = [c for c in job.rows.test[0] if c not in ("subdivision", "idx")]
+        for n, row in enumerate(job.rows.test):
+            order = list(row)
+            for col, path, text in _row_strings(row, f"test[{row.get('idx', n)}]"):
+                later = order[order.index(col) + 1:]
+                hit = next((f"{{{c}}}" for c in later if f"{{{c}}}" in text), None)
+                why = "compat mode fills it with that column's value when the row is formatted"
+                if hit is None:
+                    hit = next((t for t in tokens if t in text), None)
+                    why = "the ice token marks where in-context examples go"
+                if hit is not None:
+                    self.add("template-syntax-in-data", f"value contains {hit!r}: {why}",
+                             key_path=path, row=n)
+        for i in used:
+            row = job.rows.train[i]
+            for _col, path, text in _row_strings(row, f"train[{row.get('idx', i)}]"):
+                hit = next((f"{{{c}}}" for c in cols if f"{{{c}}}" in text), None)
+                if hit is None:
+                    hit = next((t for t in tokens if t in text), None)
+                if hit is not None:
+                    self.add("template-syntax-in-data",
+                             f"in-context example value contains {hit!r}: compat mode inserts "
+                             "examples before formatting, so it is filled with the test row's "
+                             "value", key_path=path)
+
+    def _leaks(self, job: Any, records: Sequence[Any]) -> None:
+        cols = job.reader.input_columns
+        seen: set[tuple[int, int]] = set()
+        for rec in records:
+            test = job.rows.test[rec.index]
+            for i in rec.retrieved_ids:
+                if (rec.index, i) in seen:
+                    continue
+                seen.add((rec.index, i))
+                train = job.rows.train[i]
+                if cols and all(train.get(c) == test.get(c) for c in cols):
+                    self.add("shot-leak", f"in-context example (training row {i}) has the same "
+                             f"input ({', '.join(cols)}) as the test row",
+                             key_path="infer_cfg.retriever", row=rec.index)
+
+    # -- per model ------------------------------------------------------------------
+
+    def _model_checks(self, job: Any, records: Sequence[Any], used: Sequence[int]) -> None:
+        model = job.model
+        tokens = model_special_tokens(model.meta.raw if model.meta else None, model.chat_template)
+        if tokens:
+            pattern = re.compile("|".join(re.escape(t) for t in tokens))
+            rows: list[tuple[str, Mapping[str, Any], int | None]] = [
+                (f"test[{r.get('idx', n)}]", r, n) for n, r in enumerate(job.rows.test)]
+            if job.rows.train is not job.rows.test:
+                rows += [(f"train[{job.rows.train[i].get('idx', i)}]", job.rows.train[i], None)
+                         for i in used]
+            for prefix, row, n in rows:
+                for _col, path, text in _row_strings(row, prefix):
+                    m = pattern.search(text)
+                    if m:
+                        self.add("special-token-in-data",
+                                 f"value contains {m.group()!r}, a special token of this model: "
+                                 "the tokenizer may read it as a control token",
+                                 model=model.abbr, key_path=path, row=n)
+        for rec in records:
+            if _prompt_is_empty(rec.prompt):
+                self.add("empty-prompt", "the compiled prompt has no text", model=model.abbr,
+                         key_path="infer_cfg.prompt_template", row=rec.index)
+        with_system = next((r for r in records if has_system(r.intermediate)), None)
+        if with_system is not None:
+            handled = system_handling(model)
+            if handled in ("merged", "dropped"):
+                how = ("drops it" if handled == "dropped"
+                       else "merges it into a user turn (it has no system role)")
+                self.add("system-dropped", f"the prompt has a system message and this model's "
+                         f"template {how}; set the model's system_role to say what you want",
+                         model=model.abbr, key_path="infer_cfg.prompt_template",
+                         row=with_system.index)
+
+
+def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default",
+               only: Iterable[str] = ()) -> list[Finding]:
+    """Lint every dataset of a loaded :class:`~prompt_compiler.suite.Suite` against its models.
+
+    Raises:
+        PromptCompilerError: A config does not compile at all (the same error as compiling).
+    """
+    import fnmatch
+
+    from .data import attach_rows
+    from .errors import PromptCompilerError
+
+    globs = list(only)
+    compiler = Compiler(mode=mode)
+    findings: list[Finding] = []
+    options = {p.dataset.abbr: p.options for p in suite.pairs(globs)}
+    for dataset in suite.datasets:
+        if globs and not any(fnmatch.fnmatchcase(dataset.abbr, g) for g in globs):
+            continue
+        where = {"config_path": dataset.config_path, "dataset": dataset.abbr}
+        try:
+            spec = attach_rows(dataset, data_dir).spec
+            findings += _DatasetLint(dataset, spec, suite.models,
+                                     options.get(dataset.abbr, dict(suite.options)), compiler).run()
+        except PromptCompilerError as err:
+            raise err.located(**where) from None
+    return findings
