@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import plan
 from .assemble.base import Job, Record, Template
 from .assemble.chat import chat_records
 from .assemble.clp import clp_records
@@ -156,11 +157,14 @@ class Compiler:
             key_path=f"{where}.type", hint=_did_you_mean(kind, ["PromptTemplate", "RawPromptTemplate"]))
 
     def job(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model,
-            options: Mapping[str, Any] | None = None) -> tuple[Job, str, dict[str, Any]]:
+            options: Mapping[str, Any] | None = None, *, lean: bool = False
+            ) -> tuple[Job, str, dict[str, Any]]:
         """Validate a dataset config and build the compile job (templates parsed once)."""
         abbr = str(dataset.get("abbr") or "dataset")
         try:
-            return self._job(abbr, dataset, model, options or {})
+            job, kind, params = self._job(abbr, dataset, model, options or {})
+            job.token_lens = not lean
+            return job, kind, params
         except PromptCompilerError as err:
             raise err.located(dataset=abbr)
 
@@ -234,26 +238,33 @@ class Compiler:
 
     def iter_records(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                      options: Mapping[str, Any] | None = None,
-                     reply: Callable[[Any], str] | None = None) -> Iterator[Record]:
-        """Stream the records of one dataset x model (see :meth:`compile`)."""
-        job, kind, params = self.job(dataset, model, options)
-        yield from self._records(job, kind, params, reply)[2]
+                     reply: Callable[[Any], str] | None = None,
+                     lean: bool = False) -> Iterator[Record]:
+        """Stream the records of one dataset x model (see :meth:`compile`).
+
+        ``lean=True`` (what the CLI writes) streams records built through a compiled
+        :mod:`~prompt_compiler.plan` where one applies: the same prompts, ids and labels, but
+        no ``intermediate``, and ``token_len`` only where ``max_seq_len`` needs the count.
+        """
+        job, kind, params = self.job(dataset, model, options, lean=lean)
+        yield from self._records(job, kind, params, reply, lean=lean)[2]
 
     def _records(self, job: Job, kind: str, params: Mapping[str, Any],
-                 reply: Callable[[Any], str] | None
-                 ) -> tuple[list[list[int]], list[Any] | None, Iterator[Record]]:
+                 reply: Callable[[Any], str] | None, *, lean: bool = False
+                 ) -> tuple[Sequence[Sequence[int]], list[Any] | None, Iterator[Record]]:
         try:
             retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
         except PromptCompilerError as err:
             raise err.located(dataset=job.abbr)
         labels = None
+        gen, ppl = (plan.gen_records, plan.ppl_records) if lean else (gen_records, ppl_records)
         if kind == "gen":
             token = params.get("gen_field_replace_token", "")
-            records = gen_records(job, retrieved, gen_field_replace_token=token)
+            records = gen(job, retrieved, gen_field_replace_token=token)
         elif kind == "ppl":
             labels = list(params["labels"]) if params.get("labels") is not None else job.labels()
-            records = ppl_records(job, retrieved, labels=labels,
-                                  normalizing_str=job.options.get("normalizing_str"))
+            records = ppl(job, retrieved, labels=labels,
+                          normalizing_str=job.options.get("normalizing_str"))
         elif kind == "clp":
             records = clp_records(job, retrieved)
         else:

@@ -7,6 +7,12 @@ Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
 
 ``prompt`` is exactly what the model receives (a string, or a list of messages);
 ``prompt_sha256`` hashes its UTF-8 text (a string) or its canonical JSON (a list).
+
+Bytes of a line (:func:`record_bytes`): the object in the key order above, as Python's
+``json.dumps(obj, ensure_ascii=False)`` writes it (``", "`` and ``": "`` separators,
+non-ASCII as UTF-8, control characters as ``\\n``/``\\u001f`` escapes), then ``\\n``. Strings
+are encoded with orjson, whose escaping is identical. Text that is not valid Unicode
+(a lone surrogate) cannot be written as UTF-8 and is a :class:`~.errors.DataError`.
 """
 
 from __future__ import annotations
@@ -20,10 +26,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .assemble.base import Record
+from .errors import DataError
 from .promptlist import PromptList
 
-__all__ = ["AtomicWriter", "prompt_sha256", "record_json", "sha256_file"]
+__all__ = ["AtomicWriter", "prompt_sha256", "record_bytes", "record_json", "sha256_file"]
 
 
 def _jsonable(value: Any) -> Any:
@@ -38,8 +47,54 @@ def _canonical(prompt: Any) -> str:
 
 
 def prompt_sha256(prompt: Any) -> str:
-    """Content hash of a compiled prompt (what the model receives, not the config)."""
-    return hashlib.sha256(_canonical(prompt).encode("utf-8")).hexdigest()
+    """Content hash of a compiled prompt (what the model receives, not the config).
+
+    Raises:
+        DataError: The prompt holds a lone surrogate (it has no UTF-8 form).
+    """
+    try:
+        return hashlib.sha256(_canonical(prompt).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError as exc:
+        raise DataError(f"the prompt holds a lone surrogate ({exc.object[exc.start]!r} at "
+                        f"character {exc.start}), which has no UTF-8 form",
+                        hint="fix the text in the data or config") from None
+
+
+def _json_value(value: Any) -> bytes:
+    """One value as ``json.dumps(value, ensure_ascii=False)`` writes it, fast for str and int."""
+    kind = type(value)
+    if kind is str:
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            raise DataError(f"the text {value[:60]!r} holds a lone surrogate, which has no "
+                            "UTF-8 form") from None
+    if kind is int:
+        return str(value).encode()
+    if kind is list and all(type(v) is int for v in value):
+        return ("[" + ", ".join(map(str, value)) + "]").encode()
+    if value is None:
+        return b"null"
+    if kind is bool:
+        return b"true" if value else b"false"
+    try:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DataError(f"the value {value!r:.60} holds a lone surrogate, which has no "
+                        "UTF-8 form") from None
+
+
+def record_bytes(obj: dict[str, Any]) -> bytes:
+    """The JSON line of one record object (see the module docstring), newline included."""
+    parts = [b"{"]
+    for i, (key, value) in enumerate(obj.items()):
+        if i:
+            parts.append(b", ")
+        parts.append(_json_value(key))
+        parts.append(b": ")
+        parts.append(_json_value(value))
+    parts.append(b"}\n")
+    return b"".join(parts)
 
 
 def record_json(rec: Record) -> dict[str, Any]:
@@ -49,6 +104,10 @@ def record_json(rec: Record) -> dict[str, Any]:
     chat = rec.chat_messages if rec.mode in ("gen", "chat") else None
     given = rec.model_input if rec.model_input is not None else (chat if chat is not None else rec.prompt)
     prompt = given if isinstance(given, str) else json.loads(_canonical(given))
+    try:
+        digest = prompt_sha256(prompt)
+    except DataError as err:
+        raise err.located(dataset=rec.dataset, model=rec.model, row=rec.index) from None
     out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
                            "index": rec.index}
     if rec.mode == "ppl":
@@ -57,7 +116,7 @@ def record_json(rec: Record) -> dict[str, Any]:
         out["turn"] = rec.turn
     out["ice_ids"] = list(rec.ice_ids)
     out["prompt"] = prompt
-    out["prompt_sha256"] = prompt_sha256(prompt)
+    out["prompt_sha256"] = digest
     return out
 
 
@@ -105,7 +164,7 @@ class AtomicWriter:
         count = 0
         with path.open("wb") as fh:
             for obj in lines:
-                data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+                data = record_bytes(obj)
                 fh.write(data)
                 h.update(data)
                 count += 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,7 +23,7 @@ from .assemble.base import Record
 from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
 from .data import attach_rows
-from .emit import AtomicWriter, record_json, sha256_file
+from .emit import AtomicWriter, record_bytes, record_json, sha256_file
 from .errors import ConfigError, PromptCompilerError
 
 __all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
@@ -120,15 +119,18 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
 
 
 def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "default",
-                 compiler: Compiler | None = None) -> Iterator[Record]:
-    """Stream the records of one pair; errors name the config file and key path."""
+                 compiler: Compiler | None = None, lean: bool = False) -> Iterator[Record]:
+    """Stream the records of one pair; errors name the config file and key path.
+
+    ``lean``: records as written to files (see :meth:`Compiler.iter_records`).
+    """
     compiler = compiler or Compiler(mode=mode)
     where = {"config_path": pair.dataset.config_path, "dataset": pair.dataset.abbr,
              "model": pair.model.abbr}
     try:
         dataset = attach_rows(pair.dataset, data_dir)
         records = compiler.iter_records(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                        options=pair.options)
+                                        options=pair.options, lean=lean)
         for rec in records:
             yield rec
     except PromptCompilerError as err:
@@ -154,8 +156,8 @@ def _compile_one(args: tuple[Pair, Path | None, str, Path]) -> tuple[int, str]:
     h = hashlib.sha256()
     count = 0
     with path.open("wb") as fh:
-        for rec in compile_pair(pair, data_dir=data_dir, mode=mode):
-            data = (json.dumps(record_json(rec), ensure_ascii=False) + "\n").encode("utf-8")
+        for rec in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True):
+            data = record_bytes(record_json(rec))
             fh.write(data)
             h.update(data)
             count += 1
@@ -184,7 +186,8 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
             for i, pair in enumerate(pairs):
                 if progress:
                     progress(i, len(pairs), pair)
-                lines = (record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode))
+                lines = (record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode,
+                                                              lean=True))
                 if writer is None:
                     count, digest = _count_and_hash(lines)
                 else:
@@ -212,7 +215,7 @@ def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
     h = hashlib.sha256()
     count = 0
     for obj in lines:
-        h.update((json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8"))
+        h.update(record_bytes(obj))
         count += 1
     return count, h.hexdigest()
 

@@ -1,95 +1,240 @@
 #!/usr/bin/env python3
-"""Benchmark: compile a synthetic 10,000-row, 5-shot gen job (and a PPL job) and print figures.
+"""Benchmark: the whole ``compile-prompts`` process on two OpenCompass-shaped jobs.
 
-    python tools/bench_compile.py [--rows 10000] [--shots 5]
+    python tools/bench_compile.py [--rows 50000] [--ppl-rows 15000] [--modes default,compat]
+                                  [--jobs 1] [--memory-rows 1000000] [--only gen,ppl,memory]
 
-Prints rows/s, wall time and peak memory (tracemalloc) for each mode and renderer.
+Writes, into a temporary folder, a dataset config in the shape of OpenCompass's
+``mmlu/mmlu_gen_4d595a.py`` (5-shot FixK, a dict ICE template, ``</E>`` in ``begin``), one in
+the shape of ``ceval/ceval_ppl_578f8d.py`` (5-shot FixK, a 4-label ICE template that is also the
+prompt), a model config with the internlm-chat meta template (``max_seq_len=2048``, as OpenCompass
+ships it), and MMLU-sized synthetic rows (a 40-word question, four 5-word options). Each job then
+runs as ``python -m prompt_compiler CONFIG --model MODEL --data-dir DATA -o OUT --mode M`` in a
+subprocess; the figures cover everything (interpreter start, config, reading JSONL, writing JSONL
+and the manifest). Peak RSS is the child's ``ru_maxrss`` (``os.wait4``).
+
+The memory run compiles a ``--memory-rows`` gen dataset 0-shot and 5-shot.
+The configs are written by hand for this benchmark; no OpenCompass file is copied.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
 
-import prompt_compiler as pc  # noqa: E402
+MODEL = '''\
+from opencompass.models import HuggingFaceCausalLM
 
-INTERNLM = {"round": [
-    {"role": "HUMAN", "begin": "<|User|>:", "end": "\n"},
-    {"role": "BOT", "begin": "<|Bot|>:", "end": "<eoa>\n", "generate": True},
-]}
-API = {"round": [{"role": "HUMAN", "api_role": "HUMAN"},
-                 {"role": "BOT", "api_role": "BOT", "generate": True}]}
+_meta_template = dict(
+    round=[
+        dict(role='HUMAN', begin='<|User|>:', end='\\n'),
+        dict(role='BOT', begin='<|Bot|>:', end='<eoa>\\n', generate=True),
+    ],
+)
+
+models = [
+    dict(
+        type=HuggingFaceCausalLM,
+        abbr='internlm-chat-7b-hf',
+        path='internlm/internlm-chat-7b',
+        tokenizer_path='internlm/internlm-chat-7b',
+        max_out_len=100,
+        max_seq_len=2048,
+        batch_size=8,
+        meta_template=_meta_template,
+        run_cfg=dict(num_gpus=1, num_procs=1),
+        end_str='<eoa>',
+    )
+]
+'''
+
+# MMLU gen: a hint, the question and four options; the answer letter as the BOT turn.
+GEN = '''\
+from opencompass.openicl.icl_prompt_template import PromptTemplate
+from opencompass.openicl.icl_retriever import {retriever}
+from opencompass.openicl.icl_inferencer import GenInferencer
+from opencompass.datasets import MMLUDataset
+
+mmlu_reader_cfg = dict(
+    input_columns=['input', 'A', 'B', 'C', 'D'],
+    output_column='target',
+    train_split='dev')
+
+mmlu_datasets = []
+for _name in ['college_physics']:
+    _hint = f'There is a single choice question about {{_name.replace("_", " ")}}. Answer the question by replying A, B, C or D.'
+    mmlu_infer_cfg = dict(
+        ice_template=dict(
+            type=PromptTemplate,
+            template=dict(round=[
+                dict(role='HUMAN',
+                     prompt=f'{{_hint}}\\nQuestion: {{{{input}}}}\\nA. {{{{A}}}}\\nB. {{{{B}}}}\\nC. {{{{C}}}}\\nD. {{{{D}}}}\\nAnswer: '),
+                dict(role='BOT', prompt='{{target}}\\n'),
+            ]),
+        ),
+        prompt_template=dict(
+            type=PromptTemplate,
+            template=dict(
+                begin='</E>',
+                round=[
+                    dict(role='HUMAN',
+                         prompt=f'{{_hint}}\\nQuestion: {{{{input}}}}\\nA. {{{{A}}}}\\nB. {{{{B}}}}\\nC. {{{{C}}}}\\nD. {{{{D}}}}\\nAnswer: '),
+                ],
+            ),
+            ice_token='</E>',
+        ),
+        retriever=dict(type={retriever}{retriever_args}),
+        inferencer=dict(type=GenInferencer),
+    )
+    mmlu_datasets.append(dict(
+        abbr=f'lukaeval-mmlu-{{_name}}',
+        type=MMLUDataset,
+        path='opencompass/mmlu',
+        name=_name,
+        reader_cfg=mmlu_reader_cfg,
+        infer_cfg=mmlu_infer_cfg,
+    ))
+'''
+
+# C-Eval ppl: the ICE template is a label dict with '</E>' in begin; it also builds the prompt.
+PPL = '''\
+from opencompass.openicl.icl_prompt_template import PromptTemplate
+from opencompass.openicl.icl_retriever import FixKRetriever
+from opencompass.openicl.icl_inferencer import PPLInferencer
+from opencompass.datasets import CEvalDataset
+
+ceval_datasets = []
+for _split in ['val']:
+    for _name, _ch_name in [('college_physics', '大学物理')]:
+        ceval_infer_cfg = dict(
+            ice_template=dict(
+                type=PromptTemplate,
+                template={
+                    answer: dict(
+                        begin='</E>',
+                        round=[
+                            dict(role='HUMAN',
+                                 prompt=f'以下是中国关于{_ch_name}考试的单项选择题，请选出其中的正确答案。\\n{{question}}\\nA. {{A}}\\nB. {{B}}\\nC. {{C}}\\nD. {{D}}\\n答案: '),
+                            dict(role='BOT', prompt=answer),
+                        ])
+                    for answer in ['A', 'B', 'C', 'D']
+                },
+                ice_token='</E>',
+            ),
+            retriever=dict(type=FixKRetriever, fix_id_list=[0, 1, 2, 3, 4]),
+            inferencer=dict(type=PPLInferencer),
+        )
+        ceval_datasets.append(dict(
+            type=CEvalDataset,
+            path='opencompass/ceval-exam',
+            name=_name,
+            abbr='ceval-' + _name if _split == 'val' else 'ceval-test-' + _name,
+            reader_cfg=dict(
+                input_columns=['question', 'A', 'B', 'C', 'D'],
+                output_column='answer',
+                train_split='dev',
+                test_split=_split),
+            infer_cfg=ceval_infer_cfg,
+        ))
+'''
+
+WORDS = ("alpha beta gamma delta energy field mass charge wave particle force motion "
+         "orbit photon quantum spin lattice crystal thermal entropy").split()
 
 
-def rows(n: int, tag: str) -> list[dict[str, str]]:
-    return [{"question": f"Natalia sold {i} clips in April and half as many in May. How many? #{tag}{i}",
-             "answer": f"She sold {i + i // 2} clips. The answer is {i + i // 2}"} for i in range(n)]
+def _words(seed: int, n: int) -> str:
+    return " ".join(WORDS[(seed * 7 + k * 13 + k * k) % len(WORDS)] for k in range(n)) + f" {seed}"
 
 
-def gen_dataset(n: int, shots: int) -> dict:
-    return {
-        "abbr": "bench_gen",
-        "reader_cfg": {"input_columns": ["question"], "output_column": "answer"},
-        "infer_cfg": {
-            "ice_template": {"type": "PromptTemplate", "template": {"round": [
-                {"role": "HUMAN", "prompt": "Question: {question}\nLet's think step by step\nAnswer:"},
-                {"role": "BOT", "prompt": "{answer}\n"}]}},
-            "prompt_template": {"type": "PromptTemplate", "ice_token": "</E>", "template": {
-                "begin": "</E>", "round": [
-                    {"role": "HUMAN", "prompt": "Question: {question}\nLet's think step by step\nAnswer:"},
-                    {"role": "BOT", "prompt": "{answer}\n"}]}},
-            "retriever": {"type": "FixKRetriever", "fix_id_list": list(range(shots))},
-            "inferencer": {"type": "GenInferencer", "max_out_len": 512},
-        },
-        "splits": {"train": rows(max(shots, 8), "tr"), "test": rows(n, "te")},
-    }
+def _row(i: int, question: str, answer: str) -> dict[str, str]:
+    row = {question: _words(i, 40) + "?"}
+    for j, letter in enumerate("ABCD"):
+        row[letter] = _words(i * 4 + j + 1, 5)
+    row[answer] = "ABCD"[i % 4]
+    return row
 
 
-def ppl_dataset(n: int) -> dict:
-    return {
-        "abbr": "bench_ppl",
-        "reader_cfg": {"input_columns": ["question", "A", "B"], "output_column": "label"},
-        "infer_cfg": {
-            "prompt_template": {"type": "PromptTemplate", "template": {
-                lab: {"round": [{"role": "HUMAN", "prompt": "{question}"},
-                                {"role": "BOT", "prompt": f"Answer: {{{lab}}}"}]} for lab in ("A", "B")}},
-            "retriever": {"type": "ZeroRetriever"},
-            "inferencer": {"type": "PPLInferencer"},
-        },
-        "rows": [{"question": r["question"], "A": "yes", "B": "no", "label": "A"} for r in rows(n, "te")],
-    }
+def _write_rows(path: Path, n: int, question: str, answer: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps(_row(i, question, answer), ensure_ascii=False) + "\n")
 
 
-def measure(label: str, compiler: pc.Compiler, dataset: dict, model: dict, n: int) -> None:
+def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """Run ``cmd``; (wall seconds, peak RSS MiB). Fails loudly on a non-zero exit."""
     t0 = time.perf_counter()
-    count = sum(1 for _ in compiler.iter_records(dataset, model))
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = b"", b""
+    _, status, usage = os.wait4(proc.pid, 0)
     dt = time.perf_counter() - t0
-    tracemalloc.start()  # a second, untimed pass: tracing slows Python down several-fold
-    sum(1 for _ in compiler.iter_records(dataset, model))
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(f"{label:<44} {n:>6} rows  {count:>6} prompts  {dt:6.2f} s  "
-          f"{n / dt:9.0f} rows/s  peak {peak / 2**20:6.1f} MiB")
+    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"benchmark command failed ({proc.returncode}): {' '.join(cmd)}\n"
+                 f"{out.decode()}{err.decode()}")
+    return dt, usage.ru_maxrss / 1024  # Linux: KiB
+
+
+def _count(out: Path) -> int:
+    return sum(v["records"] for v in json.loads((out / "manifest.json").read_text())["outputs"].values())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=10_000)
-    ap.add_argument("--shots", type=int, default=5)
+    ap.add_argument("--rows", type=int, default=50_000, help="gen test rows")
+    ap.add_argument("--ppl-rows", type=int, default=15_000, help="ppl test rows (x4 prompts)")
+    ap.add_argument("--memory-rows", type=int, default=1_000_000, help="rows of the memory run")
+    ap.add_argument("--modes", default="default,compat")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--only", default="gen,ppl,memory", help="which runs: gen, ppl, memory")
     args = ap.parse_args()
-    n = args.rows
-    for mode in ("default", "opencompass"):
-        c = pc.Compiler(mode=mode)
-        for name, meta, parser in (("lm internlm", INTERNLM, "lm"), ("api", API, "api")):
-            model = {"abbr": name, "parser": parser, "meta_template": meta, "max_seq_len": 2048}
-            measure(f"gen {args.shots}-shot [{mode}] {name}", c, gen_dataset(n, args.shots), model, n)
-        model = {"abbr": "lm", "parser": "lm", "meta_template": INTERNLM}
-        measure(f"ppl 2 labels [{mode}] lm", c, ppl_dataset(n), model, n)
+    runs = set(args.only.split(","))
+    with tempfile.TemporaryDirectory(prefix="bench_compile.") as tmp:
+        root = Path(tmp)
+        (root / "model.py").write_text(MODEL, encoding="utf-8")
+        fixk = GEN.format(retriever="FixKRetriever", retriever_args=", fix_id_list=[0, 1, 2, 3, 4]")
+        (root / "mmlu_gen.py").write_text(fixk, encoding="utf-8")
+        (root / "mmlu_gen_0shot.py").write_text(
+            GEN.format(retriever="ZeroRetriever", retriever_args=""), encoding="utf-8")
+        (root / "ceval_ppl.py").write_text(PPL, encoding="utf-8")
+        mmlu, ceval = "lukaeval-mmlu-college_physics", "ceval-college_physics"
+        _write_rows(root / "data" / mmlu / "dev.jsonl", 5, "input", "target")
+        _write_rows(root / "data" / mmlu / "test.jsonl", args.rows, "input", "target")
+        _write_rows(root / "data" / ceval / "dev.jsonl", 5, "question", "answer")
+        _write_rows(root / "data" / ceval / "val.jsonl", args.ppl_rows, "question", "answer")
+        cli = [sys.executable, "-m", "prompt_compiler"]
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        jobs = [("gen", "mmlu_gen.py", args.rows, "data"), ("ppl", "ceval_ppl.py", args.ppl_rows, "data")]
+        for name, config, rows, data in jobs:
+            if name not in runs:
+                continue
+            for mode in args.modes.split(","):
+                out = root / f"out_{name}_{mode}"
+                dt, rss = _run([*cli, config, "--model", "model.py", "--data-dir", data, "-o", str(out),
+                                "--mode", mode, "--jobs", str(args.jobs)], root)
+                n = _count(out)
+                print(f"{name} [{mode:<7}] jobs={args.jobs} {rows:>8} rows {n:>8} prompts {dt:7.2f} s "
+                      f"{n / dt:9.0f} prompts/s  peak RSS {rss:7.1f} MiB")
+        if "memory" in runs:
+            big = args.memory_rows
+            _write_rows(root / "big" / mmlu / "dev.jsonl", 5, "input", "target")
+            _write_rows(root / "big" / mmlu / "test.jsonl", big, "input", "target")
+            for config, shots in (("mmlu_gen_0shot.py", 0), ("mmlu_gen.py", 5)):
+                out = root / f"out_big_{shots}"
+                dt, rss = _run([*cli, config, "--model", "model.py", "--data-dir", "big", "-o", str(out),
+                                "--jobs", str(args.jobs)], root)
+                print(f"memory gen {shots}-shot jobs={args.jobs} {big:>8} rows {dt:7.2f} s "
+                      f"{big / dt:9.0f} prompts/s  peak RSS {rss:7.1f} MiB")
 
 
 if __name__ == "__main__":

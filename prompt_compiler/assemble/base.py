@@ -72,7 +72,12 @@ class Job:
     options: Mapping[str, Any] = field(default_factory=dict)
     row: int | None = None
     """The test row being compiled (named by errors)."""
+    token_lens: bool = True
+    """Count every prompt's tokens (``Record.token_len``) even without ``max_seq_len``.
+    The library's records carry the count; the CLI, which never writes it, turns this off so
+    that tokens are only counted where a limit needs them."""
     _ice_cache: dict[int, Any] = field(default_factory=dict)
+    _token_cache: dict[str, int] = field(default_factory=dict)
 
     # -- in-context examples --------------------------------------------------
 
@@ -209,5 +214,19 @@ class Job:
             return list(set(values))
         return distinct
 
+    @property
+    def counts_tokens(self) -> bool:
+        """True when prompts are counted: a ``max_seq_len`` is set, or :attr:`token_lens`."""
+        return self.token_lens or self.model.max_seq_len is not None
+
     def token_len(self, rendered: Any) -> int:
-        return self.model.token_len(rendered)
+        """Tokens of a rendered prompt, counted once per distinct text."""
+        if not isinstance(rendered, str):
+            return self.model.token_len(rendered)
+        cache = self._token_cache
+        n = cache.get(rendered)
+        if n is None:
+            if len(cache) >= 4096:  # texts rarely repeat beyond one row's rebuilds
+                cache.clear()
+            n = cache[rendered] = self.model.token_len(rendered)
+        return n

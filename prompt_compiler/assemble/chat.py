@@ -137,7 +137,7 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
                     counter += 1
             pending.append(Record(
                 dataset=job.abbr, model=model.abbr, mode="chat", index=index, prompt=rendered,
-                intermediate=copy.deepcopy(history), turn=turn, token_len=job.token_len(rendered),
+                intermediate=copy.deepcopy(history), turn=turn, token_len=job.token_len(rendered) if job.counts_tokens else None,
                 chat_messages=messages, model_input=model.deliver(rendered, "gen", job.policy),
                 extra={"chat": original},
             ))

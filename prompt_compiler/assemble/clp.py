@@ -34,5 +34,5 @@ def clp_records(job: Job, retrieved: Sequence[Sequence[int]]) -> Iterator[Record
         yield Record(
             dataset=job.abbr, model=model.abbr, mode="clp", index=index, prompt=prompt,
             ice_ids=tuple(used), retrieved_ids=tuple(ids),
-            token_len=job.token_len(prompt),
+            token_len=job.token_len(prompt) if job.counts_tokens else None,
         )

@@ -6,10 +6,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import RenderError
-
 from .base import Job, Record
 
-__all__ = ["ppl_records", "ppl_reference_failure"]
+__all__ = ["ppl_records", "ppl_reference_failure", "ppl_row_records"]
 
 
 def _split_normalizing(job: Job, prompt: Any, normalizing_str: str) -> dict[str, Any]:
@@ -43,43 +42,52 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
     OpenCompass fits the examples label by label and carries the shortened list over
     to later labels (defect D5); the default mode fits once per row, for all labels.
     """
-    model, policy = job.model, job.policy
     labels = list(labels) if labels is not None else job.labels()
+    for index, ids in enumerate(retrieved):
+        yield from ppl_row_records(job, index, ids, labels, normalizing_str)
+
+
+def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[Any],
+                    normalizing_str: str | None = None) -> list[Record]:
+    """The records of test row ``index``, one per label (the generic path)."""
+    model, policy = job.model, job.policy
     remain_sep = normalizing_str is not None
     limit = model.max_seq_len
+    counts = job.counts_tokens
 
-    def build(index: int, ids: list[int], label: Any, keep_sep: bool) -> tuple[Any, Any, int]:
+    def build(index: int, ids: list[int], label: Any, keep_sep: bool) -> tuple[Any, Any, int | None]:
         prompt = job.label_prompt(index, job.build_ice(ids), label, keep_sep)
         rendered = model.render(prompt, "ppl", policy)
-        return prompt, rendered, job.token_len(rendered)
+        return prompt, rendered, job.token_len(rendered) if counts else None
 
-    for index, ids in enumerate(retrieved):
-        job.row = index
-        used = list(ids)
-        built = [build(index, used, lb, remain_sep) for lb in labels]
-        if limit is not None and policy.fixes("D5"):
-            while used and any(n > limit for _, _, n in built):
+    job.row = index
+    used = list(ids)
+    built = [build(index, used, lb, remain_sep) for lb in labels]
+    if limit is not None and policy.fixes("D5"):
+        while used and any(n is not None and n > limit for _, _, n in built):
+            used.pop()
+            built = [build(index, used, lb, remain_sep) for lb in labels]
+    out = []
+    for label, (prompt, rendered, token_len) in zip(labels, built):
+        if limit is not None and not policy.fixes("D5"):
+            if len(used) < len(ids):
+                # OpenCompass carries the shortened list over from earlier labels (D5).
+                prompt, rendered, token_len = build(index, used, label, remain_sep)
+            while used and token_len is not None and token_len > limit:
                 used.pop()
-                built = [build(index, used, lb, remain_sep) for lb in labels]
-        for label, (prompt, rendered, token_len) in zip(labels, built):
-            if limit is not None and not policy.fixes("D5"):
-                if len(used) < len(ids):
-                    # OpenCompass carries the shortened list over from earlier labels (D5).
-                    prompt, rendered, token_len = build(index, used, label, remain_sep)
-                while used and token_len > limit:
-                    used.pop()
-                    # OpenCompass rebuilds without remain_sep here.
-                    prompt, rendered, token_len = build(index, used, label, False)
-            extra: dict[str, Any] = {}
-            if normalizing_str is not None:
-                extra = _split_normalizing(job, prompt, normalizing_str)
-                rendered = model.render(extra.pop("scored"), "ppl", policy)
-            yield Record(
-                dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=rendered,
-                intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
-                token_len=token_len, chat_messages=model.chat_messages(rendered, policy),
+                # OpenCompass rebuilds without remain_sep here.
+                prompt, rendered, token_len = build(index, used, label, False)
+        extra: dict[str, Any] = {}
+        if normalizing_str is not None:
+            extra = _split_normalizing(job, prompt, normalizing_str)
+            rendered = model.render(extra.pop("scored"), "ppl", policy)
+        out.append(Record(
+            dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=rendered,
+            intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
+            token_len=token_len, chat_messages=model.chat_messages(rendered, policy),
             model_input=model.deliver(rendered, "ppl", policy), extra=extra,
-            )
+        ))
+    return out
 
 
 def ppl_reference_failure(job: Job, first_ice: Any) -> tuple[str, str] | None:

@@ -1,0 +1,302 @@
+"""The plan stage: a dataset x model compiled once into literal text and row slots.
+
+It sits between *assemble* and *render*. For one compile job, everything that does not
+depend on the test row -- the templates, the in-context block of one tuple of example ids,
+the meta template and the mode -- becomes a :class:`Plan`: literal text with a slot per
+inserted column. A test row then costs one fill (a ``%`` format of its values) instead of
+a template fill, a PromptList and a meta-template walk.
+
+A plan is not a second implementation of the pipeline: the generic path
+(:mod:`.assemble.gen`, :mod:`.assemble.ppl`) builds and renders the prompt of a *probe*
+row whose every column holds a unique marker, and the markers' positions in the output are
+the slots. That is exact only where the generic path treats row values as opaque text;
+:func:`supports` (the job) and :func:`compile_plan` (the probe's output) decline everything
+else, which then goes through the generic path. Rows a plan does not cover go through the
+generic path one by one: in compat mode a row whose values contain braces (OpenCompass
+re-fills them, defect D1), and a row whose prompt exceeds ``max_seq_len`` (it drops examples).
+
+To add an option to the generic path, make :func:`supports` decline it until a plan
+reproduces it (new :class:`~.model.Model` fields and job options are declined by default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .assemble.base import Job, Record
+from .assemble.gen import gen_record
+from .assemble.ppl import ppl_row_records
+from .errors import PromptCompilerError
+from .model import Model, whitespace_tokens
+from .promptlist import PromptList, RoleItem
+from .template import PromptTemplate
+
+__all__ = ["Plan", "compile_plan", "gen_records", "ppl_records", "supports"]
+
+# Model fields a plan reproduces; any other field set away from its default declines.
+_PLAIN_MODEL_FIELDS = {"abbr", "parser", "meta", "max_seq_len", "batch_size", "count_tokens",
+                       "meta_raw"}
+# Job options a plan reproduces (none yet: normalizing_str and anything new decline).
+_PLAIN_OPTIONS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One prompt shape: literal text around slots, each slot a row column.
+
+    Attributes:
+        literals: The text before, between and after the slots (one more than ``columns``).
+        columns: The row column filled into each slot, in order.
+    """
+
+    literals: tuple[str, ...]
+    columns: tuple[str, ...]
+    fmt: str = dataclasses.field(init=False, repr=False, compare=False)
+    """``literals`` joined by ``%s``, with ``%`` doubled."""
+    words: tuple[tuple[int, bool, bool, bool], ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    """Per literal: whitespace-separated words, starts in a word, ends in a word, empty."""
+
+    def __post_init__(self) -> None:
+        lits = self.literals
+        fmt = "%s".join(s.replace("%", "%%") for s in lits) if self.columns else lits[0]
+        object.__setattr__(self, "fmt", fmt)
+        object.__setattr__(self, "words", tuple(
+            (len(s.split()), s[:1] != "" and not s[0].isspace(),
+             s[-1:] != "" and not s[-1].isspace(), not s) for s in lits))
+
+    def values(self, row: Mapping[str, Any]) -> list[str]:
+        """``str(value)`` of each slot's column (what the generic fill inserts)."""
+        return [str(row[c]) for c in self.columns]
+
+    def fill(self, values: Sequence[str]) -> str:
+        """The prompt for one row's slot values."""
+        return self.fmt % tuple(values) if values else self.fmt
+
+    def count_words(self, values: Sequence[str]) -> int:
+        """``len(self.fill(values).split())`` without splitting the literal text again."""
+        words = self.words
+        n, in_word = 0, False  # in_word: the text so far ends inside a word
+        for j, value in enumerate(values):
+            count, first, last, empty = words[j]
+            if not empty:
+                n += count - (in_word and first)
+                in_word = last
+            if value:
+                n += len(value.split()) - (in_word and not value[0].isspace())
+                in_word = not value[-1].isspace()
+        count, first, _, empty = words[-1]
+        if not empty:
+            n += count - (in_word and first)
+        return n
+
+
+def supports(job: Job, kind: str) -> bool:
+    """True when :func:`compile_plan` may serve ``job`` (a static check of its configuration).
+
+    Covered: gen and ppl prompts for ``lm`` models (no chat template, API format or prompter),
+    ``PromptTemplate`` templates filled with ``{column}`` placeholders, and no job options.
+    """
+    if kind not in ("gen", "ppl") or set(job.options) - _PLAIN_OPTIONS:
+        return False
+    if not _plain_model(job.model):
+        return False
+    for tp in (job.ice_template, job.prompt_template):
+        if tp is not None and (not isinstance(tp, PromptTemplate) or tp.engine != "format"):
+            return False
+    return True
+
+
+def _plain_model(model: Model) -> bool:
+    if model.parser != "lm":
+        return False
+    for f in dataclasses.fields(model):
+        if f.name in _PLAIN_MODEL_FIELDS:
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if getattr(model, f.name) != default:
+            return False
+    return True
+
+
+# -- compiling a plan from probe rows -----------------------------------------------------
+
+
+def _probe_row(columns: Sequence[str], nonce: str) -> dict[str, str]:
+    return {c: f"\ue000{nonce}.{i}\ue001" for i, c in enumerate(columns)}
+
+
+def _split(text: str, nonce: str, columns: Sequence[str]
+           ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    parts = re.split(f"\ue000{nonce}\\.(\\d+)\ue001", text)
+    return tuple(parts[0::2]), tuple(columns[int(i)] for i in parts[1::2])
+
+
+def _probe(job: Job, kind: str, ids: Sequence[int], columns: Sequence[str], extra: Any
+           ) -> tuple[str, list[str], list[Any]] | None:
+    """(marker nonce, rendered prompts (one per ppl label), intermediates) of a probe row."""
+    nonce = secrets.token_hex(8)
+    row = _probe_row(columns, nonce)
+    probe = dataclasses.replace(
+        job, rows=dataclasses.replace(job.rows, test=(row,)),
+        model=dataclasses.replace(job.model, max_seq_len=None), token_lens=False,
+        _ice_cache=job._ice_cache, _token_cache={})
+    if kind == "gen":
+        recs = [gen_record(probe, 0, ids, extra)]
+    else:
+        recs = ppl_row_records(probe, 0, ids, extra)
+    if any(not isinstance(r.prompt, str) or r.ice_ids != tuple(ids) for r in recs):
+        return None
+    return nonce, [r.prompt for r in recs], [r.intermediate for r in recs]
+
+
+def compile_plan(job: Job, kind: str, ids: Sequence[int], columns: Sequence[str],
+                 extra: Any = "") -> list[Plan] | None:
+    """The plans (one, or one per label in ppl) for rows given example ids ``ids``.
+
+    ``extra`` is the gen ``gen_field_replace_token`` or the ppl label list. Returns None
+    (use the generic path) when the probe shows anything a plan cannot reproduce exactly.
+    """
+    try:
+        first = _probe(job, kind, ids, columns, extra)
+        second = _probe(job, kind, ids, columns, extra)
+    except PromptCompilerError:
+        return None  # the generic path raises it again, located at the real row
+    if first is None or second is None:
+        return None
+    shape = [_split(t, first[0], columns) for t in first[1]]
+    if shape != [_split(t, second[0], columns) for t in second[1]]:
+        return None  # a template holds the marker text itself
+    plans = []
+    for (literals, cols), intermediate in zip(shape, first[2], strict=True):
+        if job.policy.compat and any("{" in s or "}" in s for s in literals):
+            return None  # OpenCompass re-scans filled text: braces may form new placeholders
+        if (job.model.meta is None and isinstance(intermediate, PromptList)
+                and not _fixed_emptiness(intermediate, first[0])):
+            return None
+        plans.append(Plan(literals, cols))
+    return plans
+
+
+def _fixed_emptiness(prompt: PromptList, nonce: str) -> bool:
+    """Without a meta template, empty items are skipped: each item holding a slot must
+    also hold literal text, so that its emptiness never depends on the row."""
+    marker = re.compile(f"\ue000{nonce}\\.\\d+\ue001")
+    for item in prompt:
+        text = item.prompt if isinstance(item, RoleItem) else item
+        if isinstance(text, str) and marker.search(text) and not marker.sub("", text):
+            return False
+    return True
+
+
+# -- running plans over rows --------------------------------------------------------------
+
+
+class _Plans:
+    """Plans per tuple of example ids, compiled on a tuple's second use (a FixK or Zero
+    job compiles one; a retriever giving every row its own ids never pays for probes)."""
+
+    probe_after = 2
+    """Uses of an id tuple before its plan is compiled."""
+
+    def __init__(self, job: Job, kind: str, extra: Any) -> None:
+        self.job, self.kind, self.extra = job, kind, extra
+        self.plans: dict[tuple[int, ...], list[Plan] | None] = {}
+        self.seen: dict[tuple[int, ...], int] = {}
+        self.columns: tuple[str, ...] | None = None
+
+    def get(self, ids: Sequence[int], row: Mapping[str, Any]) -> list[Plan] | None:
+        key = tuple(ids)
+        try:
+            return self.plans[key]
+        except KeyError:
+            pass
+        if self.columns is None:
+            self.columns = tuple(row)  # normalised rows all have the first row's columns
+        n = self.seen.get(key, 0) + 1
+        if n < self.probe_after:
+            if len(self.seen) > 10_000:
+                self.seen.clear()
+            self.seen[key] = n
+            return None
+        plans = compile_plan(self.job, self.kind, key, self.columns, self.extra)
+        if len(self.plans) > 1_000:
+            self.plans.clear()
+        self.plans[key] = plans
+        return plans
+
+
+def _fill(job: Job, plans: list[Plan], row: Mapping[str, Any]
+          ) -> tuple[list[str], list[int | None]] | None:
+    """Prompts and token counts (when counted) of one row; None when the row needs the generic
+    path (compat re-fills values with braces; a prompt over ``max_seq_len`` drops examples)."""
+    filled = [(p, p.values(row)) for p in plans]
+    texts = [p.fill(v) for p, v in filled]
+    if job.policy.compat and any("{" in t or "}" in t for t in texts):
+        return None
+    if not job.counts_tokens:
+        return texts, [None] * len(texts)
+    count, limit = job.model.count_tokens, job.model.max_seq_len
+    fast = count is whitespace_tokens
+    counts: list[int | None] = []
+    for (plan, values), text in zip(filled, texts, strict=True):
+        n = plan.count_words(values) if fast else count(text)
+        if limit is not None and n > limit:
+            return None
+        counts.append(n)
+    return texts, counts
+
+
+def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
+                gen_field_replace_token: str = "") -> Iterator[Record]:
+    """Gen records, through plans where they apply (byte-identical to the generic path)."""
+    if not supports(job, "gen"):
+        from .assemble.gen import gen_records as generic
+
+        yield from generic(job, retrieved, gen_field_replace_token=gen_field_replace_token)
+        return
+    plans = _Plans(job, "gen", gen_field_replace_token)
+    abbr, model_abbr = job.abbr, job.model.abbr
+    for index, (ids, row) in enumerate(zip(retrieved, job.rows.test, strict=True)):
+        found = plans.get(ids, row)
+        if found is not None:
+            job.row = index
+            done = _fill(job, found, row)
+            if done is not None:
+                ice = tuple(ids)
+                yield Record(dataset=abbr, model=model_abbr, mode="gen", index=index,
+                             prompt=done[0][0], ice_ids=ice, retrieved_ids=ice,
+                             token_len=done[1][0])
+                continue
+        yield gen_record(job, index, ids, gen_field_replace_token)
+
+
+def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *, labels: Sequence[Any],
+                normalizing_str: str | None = None) -> Iterator[Record]:
+    """PPL records, through plans where they apply (byte-identical to the generic path)."""
+    if normalizing_str is not None or not supports(job, "ppl"):
+        from .assemble.ppl import ppl_records as generic
+
+        yield from generic(job, retrieved, labels=labels, normalizing_str=normalizing_str)
+        return
+    labels = list(labels)
+    plans = _Plans(job, "ppl", labels)
+    abbr, model_abbr = job.abbr, job.model.abbr
+    for index, (ids, row) in enumerate(zip(retrieved, job.rows.test, strict=True)):
+        found = plans.get(ids, row)
+        if found is not None:
+            job.row = index
+            done = _fill(job, found, row)
+            if done is not None:
+                ice = tuple(ids)
+                for label, text, n in zip(labels, *done, strict=True):
+                    yield Record(dataset=abbr, model=model_abbr, mode="ppl", index=index,
+                                 prompt=text, ice_ids=ice, retrieved_ids=ice, label=label,
+                                 token_len=n)
+                continue
+        yield from ppl_row_records(job, index, ids, labels)
