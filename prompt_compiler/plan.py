@@ -41,7 +41,8 @@ __all__ = ["Plan", "compile_plan", "gen_records", "ppl_records", "supports"]
 # Model fields a plan reproduces; any other field set away from its default declines.
 _PLAIN_MODEL_FIELDS = {"abbr", "parser", "meta", "max_seq_len", "batch_size", "count_tokens",
                        "meta_raw"}
-# Job options a plan reproduces (none yet: normalizing_str and anything new decline).
+# Job options a plan reproduces when set (none yet: normalizing_str, fewshot and anything new
+# decline unless they are None).
 _PLAIN_OPTIONS: frozenset[str] = frozenset()
 
 
@@ -100,10 +101,14 @@ def supports(job: Job, kind: str) -> bool:
     """True when :func:`compile_plan` may serve ``job`` (a static check of its configuration).
 
     Covered: gen and ppl prompts for ``lm`` models (no chat template, API format or prompter),
-    ``PromptTemplate`` templates filled with ``{column}`` placeholders, and no job options.
+    ``PromptTemplate`` templates filled with ``{column}`` placeholders, no job option set
+    (``fewshot``, ``normalizing_str``, ...) and no model option beyond the meta template and
+    ``max_seq_len`` (``system_role``, ...).
     """
-    if kind not in ("gen", "ppl") or set(job.options) - _PLAIN_OPTIONS:
+    if kind not in ("gen", "ppl"):
         return False
+    if any(v is not None for k, v in job.options.items() if k not in _PLAIN_OPTIONS):
+        return False  # e.g. normalizing_str, fewshot: inline
     if not _plain_model(job.model):
         return False
     for tp in (job.ice_template, job.prompt_template):

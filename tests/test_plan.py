@@ -87,6 +87,8 @@ def test_supports_declines_what_a_plan_does_not_cover():
     assert not plan.supports(job({"abbr": "m", "parser": "api"}), "gen")
     assert not plan.supports(job({"abbr": "m"}, {"normalizing_str": "x"}), "ppl")
     assert not plan.supports(job({"abbr": "m"}, {"some_new_option": 1}), "gen")
+    assert not plan.supports(job({"abbr": "m"}, {"fewshot": "inline"}), "gen")
+    assert not plan.supports(job({"abbr": "m", "system_role": "merge"}), "gen")
     jinja = gen_dataset("</E>Q: {{ q }}", [{"q": "x", "a": "y"}])
     jinja["infer_cfg"]["prompt_template"]["engine"] = "jinja2"
     assert not plan.supports(compiler.job(jinja, {"abbr": "m"})[0], "gen")
