@@ -8,6 +8,7 @@ given as a class name) and streams or collects the compiled records.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,8 @@ from .assemble.chat import chat_records
 from .assemble.clp import clp_records
 from .assemble.gen import gen_records
 from .assemble.ppl import ppl_records, ppl_reference_failure
+from .config.custom import circular_rows, complete_custom_dataset
+from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
 from .errors import ConfigError, PromptCompilerError, RegistryError
 from .model import Model, TokenCounter, whitespace_tokens
 from .policy import Policy
@@ -25,7 +28,11 @@ from .reader import ReaderConfig, prepare_rows
 from .retrieve import Retriever, default_retrievers
 from .template import PromptTemplate, RawPromptTemplate
 
-__all__ = ["CompiledDataset", "Compiler"]
+__all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning"]
+
+
+class IgnoredSettingWarning(UserWarning):
+    """A config key that OpenCompass accepts and ignores (e.g. an inferencer's ``temperature``)."""
 
 INFERENCERS = {"GenInferencer": "gen", "PPLInferencer": "ppl", "CLPInferencer": "clp",
                "ChatInferencer": "chat"}
@@ -162,6 +169,8 @@ class Compiler:
         """Validate a dataset config and build the compile job (templates parsed once)."""
         abbr = str(dataset.get("abbr") or "dataset")
         try:
+            if dataset.get(CUSTOM_KEY):
+                dataset = _complete_custom(dataset)
             job, kind, params = self._job(abbr, dataset, model, options or {})
             job.token_lens = not lean
             return job, kind, params
@@ -206,12 +215,18 @@ class Compiler:
         kind = INFERENCERS[inf_type]
         params = {k: v for k, v in inf_cfg.items() if k != "type"}
         unknown = set(params) - _INFERENCER_KEYS[kind]
-        if unknown:
-            raise ConfigError(f"{inf_type} does not take {', '.join(sorted(unknown))}; it accepts "
-                              f"{', '.join(sorted(_INFERENCER_KEYS[kind]))}",
-                              key_path="infer_cfg.inferencer")
-        rows = prepare_rows(abbr, reader, splits=dataset.get("splits"), rows=dataset.get("rows"),
-                            where="dataset") if ("splits" in dataset or "rows" in dataset) else None
+        if unknown and self.policy.name != "opencompass":
+            # OpenCompass's inferencers take **kwargs and ignore what they do not use
+            # (temperature, do_sample, ...): accepted, with a warning in default mode.
+            warnings.warn(IgnoredSettingWarning(
+                f"dataset {abbr!r}: {inf_type} ignores {', '.join(sorted(map(str, unknown)))} "
+                f"(as OpenCompass does); it uses {', '.join(sorted(_INFERENCER_KEYS[kind]))}"),
+                stacklevel=4)
+        # Without an abbr of its own, OpenCompass's dataset class labels rows "dataset".
+        subdivision = "dataset" if dataset.get(DERIVED_ABBR_KEY) else abbr
+        rows = prepare_rows(subdivision, reader, splits=dataset.get("splits"),
+                            rows=dataset.get("rows"), where="dataset") \
+            if ("splits" in dataset or "rows" in dataset) else None
         if rows is None:
             raise ConfigError("the dataset has no rows: give 'rows' or 'splits' (or load them "
                               "with prompt_compiler.data first)", key_path="dataset")
@@ -294,6 +309,23 @@ class Compiler:
                                tuple(labels) if labels is not None else None,
                                tuple(tuple(r) for r in retrieved), failure,
                                params.get("infer_mode", "last") if kind == "chat" else None)
+
+
+def _complete_custom(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """A path-only custom dataset completed from its first row (rows rotated when circular)."""
+    rows = dataset.get("rows")
+    splits = dataset.get("splits")
+    if rows is None and isinstance(splits, Mapping) and splits:
+        rows = splits.get("test") or next(iter(splits.values()))
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], Mapping):
+        raise ConfigError("a path-only custom dataset is completed from the first row of its "
+                          "data file, but it has no rows", key_path="path")
+    entry = {k: v for k, v in dataset.items() if k not in (CUSTOM_KEY, "rows", "splits")}
+    spec = complete_custom_dataset(entry, rows[0])
+    if spec["type"] == "CircularCustomDataset":
+        rows = circular_rows(rows, spec["option_keys"], spec["answer_key"])
+    spec["rows"] = rows
+    return spec
 
 
 def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:

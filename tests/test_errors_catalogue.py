@@ -215,11 +215,21 @@ def test_unknown_inferencer_lists_available_and_suggests():
     assert "did you mean 'GenInferencer'" in text
 
 
-def test_unknown_inferencer_parameter():
+def test_unknown_inferencer_parameter_is_ignored_with_a_warning():
+    # OpenCompass's inferencers take **kwargs and ignore unknown ones (temperature, ...).
+    from prompt_compiler.compiler import IgnoredSettingWarning
+
     ds = dataset()
     ds["infer_cfg"]["inferencer"]["foo"] = 1
-    err = fails(ds, expected=ConfigError)
-    assert "GenInferencer does not take foo" in located(err, key_path="infer_cfg.inferencer")
+    plain = Compiler().compile(dataset(), LM).records
+    with pytest.warns(IgnoredSettingWarning, match="dataset 'tiny': GenInferencer ignores foo"):
+        assert Compiler().compile(ds, LM).records == plain
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Compiler(mode="opencompass").compile(ds, LM).records == Compiler(
+            mode="opencompass").compile(dataset(), LM).records
 
 
 def test_unknown_retriever_parameter():

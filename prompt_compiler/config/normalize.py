@@ -25,9 +25,22 @@ from .opencompass_shim import (
 from .pyconfig import Unsupported
 from .records import DatasetConfig, ModelConfig, TypeRef
 
-__all__ = ["collect_entries", "normalize_dataset", "normalize_model"]
+__all__ = [
+    "CUSTOM_KEY",
+    "DERIVED_ABBR_KEY",
+    "collect_entries",
+    "derive_abbr",
+    "is_custom_dataset",
+    "normalize_dataset",
+    "normalize_model",
+]
 
 DEFAULT_DATASET_ABBR = "dataset"  # OpenCompass's BaseDataset default
+DERIVED_ABBR_KEY = "abbr_from_path"
+"""Spec key set when the abbr was derived from ``path``/``name``: OpenCompass then names
+outputs by the derived abbr, but its rows' ``subdivision`` stays ``"dataset"``."""
+CUSTOM_KEY = "custom_dataset"
+"""Spec key set on a path-only custom dataset (completed from its data file's first row)."""
 _INFER_PARTS = ("ice_template", "prompt_template", "retriever", "inferencer")
 _DROPPED_DATASET_KEYS = frozenset({"eval_cfg"})  # evaluation only; never affects prompts
 _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
@@ -78,12 +91,16 @@ def normalize_dataset(
         ConfigError: A required key is missing or has the wrong shape.
     """
     entry = _require_dict(entry, "a dataset dict", config_path, key_path)
+    entry = _unwrap_reader_cfg(entry)
+    derived = False
     abbr = entry.get("abbr")
     if abbr is None and "abbr" not in entry and abbr_optional:
         abbr = DEFAULT_DATASET_ABBR
+    elif "abbr" not in entry and isinstance(entry.get("path"), str) and entry["path"]:
+        abbr, derived = derive_abbr(entry), True
     elif not isinstance(abbr, str) or not abbr:
         raise ConfigError(
-            "a dataset needs an 'abbr' (a non-empty string naming it)"
+            "a dataset needs an 'abbr' (a non-empty string naming it) or a 'path'"
             if "abbr" not in entry
             else f"'abbr' must be a non-empty string, got {_type_name(abbr)}",
             config_path=config_path,
@@ -91,6 +108,8 @@ def normalize_dataset(
             hint="add abbr='...' to the dataset dict",
         )
     where: dict[str, Any] = {"config_path": config_path, "dataset": abbr}
+    if is_custom_dataset(entry):
+        return _custom_dataset(entry, abbr, derived, config_path, key_path)
     for key in ("reader_cfg", "infer_cfg"):
         if key not in entry:
             raise ConfigError(f"the dataset has no '{key}'", key_path=f"{key_path}.{key}", **where)
@@ -124,7 +143,47 @@ def normalize_dataset(
         for key, value in entry.items()
         if key not in _DROPPED_DATASET_KEYS
     }
+    if derived:
+        spec = {"abbr": abbr, DERIVED_ABBR_KEY: True, **spec}
     return DatasetConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
+
+
+def derive_abbr(entry: Mapping[str, Any]) -> str:
+    """The abbr OpenCompass gives a dataset without one: ``path`` (``_name`` appended when
+    the entry has a ``name``), every ``/`` replaced by ``_``."""
+    abbr = str(entry["path"])
+    if "name" in entry:
+        abbr += "_" + str(entry["name"])
+    return abbr.replace("/", "_")
+
+
+def is_custom_dataset(entry: Mapping[str, Any]) -> bool:
+    """A path-only custom dataset: no loader ``type``; OpenCompass builds its reader and
+    infer config from the data file's first row (see :mod:`prompt_compiler.config.custom`)."""
+    return "type" not in entry and isinstance(entry.get("path"), str) and "infer_cfg" not in entry
+
+
+def _custom_dataset(
+    entry: dict[str, Any], abbr: str, derived: bool, config_path: str, key_path: str
+) -> DatasetConfig:
+    spec = {
+        key: _clean(value, f"{key_path}.{key}", config_path, abbr)
+        for key, value in entry.items()
+        if key not in _DROPPED_DATASET_KEYS
+    }
+    # OpenCompass names such a dataset after its file, unless the entry names it.
+    spec = {"abbr": abbr, CUSTOM_KEY: True, **spec}
+    if derived:
+        spec["abbr"] = Path(str(entry["path"])).name.split(".")[0]
+    return DatasetConfig(abbr=spec["abbr"], config_path=config_path, key_path=key_path, spec=spec)
+
+
+def _unwrap_reader_cfg(entry: dict[str, Any]) -> dict[str, Any]:
+    """``reader_cfg=(dict(...),)`` (a stray trailing comma) reads as the dict itself."""
+    value = entry.get("reader_cfg")
+    if isinstance(value, (list, tuple)) and len(value) == 1 and isinstance(value[0], Mapping):
+        return {**entry, "reader_cfg": value[0]}
+    return entry
 
 
 def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:

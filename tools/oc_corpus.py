@@ -1,0 +1,346 @@
+"""Compile every dataset config an OpenCompass wheel ships, and report what fails.
+
+    python tools/oc_corpus.py [--wheel PATH | --extracted DIR] [--cache DIR]
+                              [--data-dir DIR] [--mode default|compat] [--jobs N]
+                              [--sample N] [--only GLOB]... [--list-failures]
+
+Each dataset config file under ``opencompass/configs/datasets/`` is wrapped, unchanged, in
+an eval config of its own (``with read_base(): from opencompass.configs.datasets.X import *``)
+with one model: an LM model with a chat meta template, or a chat-template model when the
+file's datasets use ``RawPromptTemplate``. Rows are synthetic (generated from each dataset's
+``reader_cfg`` columns, tagged ``#trN`` / ``#teN``) unless ``--data-dir`` gives real ones.
+Every wrapper is then compiled with the same library calls ``compile-prompts --check``
+makes, in-process (``--jobs`` worker processes), and the tool prints
+``N files, M ok, K failed`` and one line per failure.
+
+Files listed in ``MODEL_IN_THE_LOOP`` below are expected to fail with a "needs a model in
+the loop" error (see docs/opencompass-corpus.md); they are counted apart.
+
+Without ``--wheel``/``--extracted`` the wheel is fetched with
+``pip download --no-deps opencompass==0.5.4`` into the cache folder (default
+``~/.cache/prompt_compiler/opencompass-0.5.4``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+VERSION = "0.5.4"
+DEFAULT_CACHE = Path.home() / ".cache" / "prompt_compiler" / f"opencompass-{VERSION}"
+WRAPPER_DIR = "_pc_corpus"
+TRAIN_ROWS = 12
+TEST_ROWS = 3
+
+LM_MODEL = """dict(
+    type=HuggingFaceCausalLM, abbr='corpus-lm', max_seq_len=None, batch_size=8,
+    meta_template=dict(
+        round=[
+            dict(role='HUMAN', begin='<|im_start|>user\\n', end='<|im_end|>\\n'),
+            dict(role='BOT', begin='<|im_start|>assistant\\n', end='<|im_end|>\\n',
+                 generate=True),
+        ],
+        reserved_roles=[dict(role='SYSTEM', begin='<|im_start|>system\\n',
+                             end='<|im_end|>\\n')],
+        eos_token_id=2,
+    ),
+)"""
+CHAT_MODEL = "dict(type=HuggingFacewithChatTemplate, abbr='corpus-chat', batch_size=8)"
+
+
+# --- getting the configs ------------------------------------------------------------------
+
+
+def fetch_wheel(cache: Path) -> Path:
+    """The OpenCompass wheel in ``cache``, downloaded with pip when absent."""
+    found = sorted(cache.glob(f"opencompass-{VERSION}-*.whl"))
+    if found:
+        return found[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache),
+           f"opencompass=={VERSION}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    found = sorted(cache.glob(f"opencompass-{VERSION}-*.whl"))
+    if proc.returncode != 0 or not found:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
+        raise SystemExit(f"oc_corpus: cannot download opencompass=={VERSION}: {tail[0]}")
+    return found[0]
+
+
+def extract_configs(wheel: Path, into: Path) -> Path:
+    """Extract ``opencompass/configs/`` of ``wheel`` under ``into``; returns the package dir."""
+    package = into / "opencompass"
+    marker = into / ".extracted"
+    if marker.is_file() and marker.read_text() == wheel.name:
+        return package
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            if name.startswith("opencompass/configs/"):
+                zf.extract(name, into)
+    marker.write_text(wheel.name)
+    return package
+
+
+def package_dir(extracted: Path) -> Path:
+    """The ``opencompass`` package folder inside an extracted wheel (or the folder itself)."""
+    for cand in (extracted / "opencompass", extracted):
+        if (cand / "configs" / "datasets").is_dir():
+            return cand
+    raise SystemExit(f"oc_corpus: no opencompass/configs/datasets under {extracted}")
+
+
+def dataset_files(package: Path) -> list[Path]:
+    root = package / "configs" / "datasets"
+    return sorted(p for p in root.rglob("*.py") if p.name != "__init__.py"
+                  and "__pycache__" not in p.parts)
+
+
+# --- wrappers and rows ------------------------------------------------------------------------
+
+
+def module_name(package: Path, file: Path) -> str:
+    rel = file.relative_to(package / "configs").with_suffix("")
+    return "opencompass.configs." + ".".join(rel.parts)
+
+
+def write_wrapper(package: Path, file: Path, index: int, chat: bool) -> Path:
+    """An eval config importing ``file`` unchanged, with one model."""
+    folder = package / "configs" / WRAPPER_DIR
+    folder.mkdir(exist_ok=True)
+    model_class = "HuggingFacewithChatTemplate" if chat else "HuggingFaceCausalLM"
+    text = (
+        "from mmengine.config import read_base\n"
+        f"from opencompass.models import {model_class}\n\n"
+        "with read_base():\n"
+        f"    from {module_name(package, file)} import *  # noqa: F401,F403\n\n"
+        f"models = [{CHAT_MODEL if chat else LM_MODEL}]\n"
+    )
+    wrapper = folder / f"eval_{index:04d}{'_chat' if chat else ''}.py"
+    if not wrapper.is_file() or wrapper.read_text() != text:
+        wrapper.write_text(text)
+    return wrapper
+
+
+def _value(column: str, tag: str) -> str:
+    return f"{column} value {tag}"
+
+
+def _columns(spec: Mapping[str, Any]) -> tuple[list[str], str | None]:
+    reader = spec.get("reader_cfg")
+    if not isinstance(reader, Mapping):  # a path-only custom dataset: an MCQ file
+        return ["question", "A", "B", "C", "D"], "answer"
+    cols = reader.get("input_columns") or []
+    if isinstance(cols, str):
+        cols = cols.split()
+    out = reader.get("output_column")
+    return [str(c) for c in cols], out if isinstance(out, str) and out else None
+
+
+def _max_fix_id(spec: Mapping[str, Any]) -> int:
+    infer = spec.get("infer_cfg")
+    ids: list[int] = []
+    if isinstance(infer, Mapping):
+        for part in ("retriever", "inferencer"):
+            cfg = infer.get(part)
+            if isinstance(cfg, Mapping) and isinstance(cfg.get("fix_id_list"), list):
+                ids += [i for i in cfg["fix_id_list"] if isinstance(i, int)]
+    return max(ids, default=-1)
+
+
+def synthetic_rows(spec: Mapping[str, Any], split: str, count: int) -> list[dict[str, Any]]:
+    """Rows with every reader_cfg column (and ``choices`` for CLP), values tagged per row."""
+    inputs, output = _columns(spec)
+    columns = list(dict.fromkeys(inputs + ([output] if output else [])))
+    labels = _label_values(spec)
+    tag = "tr" if split == "train" else "te"
+    rows = []
+    for i in range(count):
+        row: dict[str, Any] = {c: _value(c, f"#{tag}{i}") for c in columns}
+        if output and labels:
+            row[output] = labels[i % len(labels)]
+        if _inferencer(spec) == "CLPInferencer":
+            row.setdefault("choices", ["A", "B"])
+        rows.append(row)
+    return rows
+
+
+def _inferencer(spec: Mapping[str, Any]) -> str:
+    infer = spec.get("infer_cfg")
+    inf = infer.get("inferencer") if isinstance(infer, Mapping) else None
+    return str(inf.get("type", "")) if isinstance(inf, Mapping) else ""
+
+
+def _label_values(spec: Mapping[str, Any]) -> list[Any]:
+    """PPL label keys of a label-dict template (rows take them as answers)."""
+    infer = spec.get("infer_cfg")
+    if not isinstance(infer, Mapping):
+        return []
+    for part in ("prompt_template", "ice_template"):
+        tp = infer.get(part)
+        if isinstance(tp, Mapping) and isinstance(tp.get("template"), Mapping):
+            keys = list(tp["template"])
+            if keys and not set(map(str, keys)) <= {"begin", "round", "end"}:
+                return keys
+    return []
+
+
+def write_rows(data_dir: Path, dataset: Any) -> None:
+    """``data_dir/<abbr>/<split>.jsonl`` for the dataset's train and test splits."""
+    spec = dataset.spec
+    reader = spec.get("reader_cfg") if isinstance(spec.get("reader_cfg"), Mapping) else {}
+    train = str(reader.get("train_split") or "train")
+    test = str(reader.get("test_split") or "test")
+    folder = data_dir / _safe(dataset.abbr)
+    folder.mkdir(parents=True, exist_ok=True)
+    n_train = max(TRAIN_ROWS, _max_fix_id(spec) + 1)
+    if train == test:
+        _dump(folder / f"{train}.jsonl", synthetic_rows(spec, "train", n_train))
+    else:
+        _dump(folder / f"{train}.jsonl", synthetic_rows(spec, "train", n_train))
+        _dump(folder / f"{test}.jsonl", synthetic_rows(spec, "test", TEST_ROWS))
+
+
+def _safe(abbr: str) -> str:
+    return abbr  # data.py looks rows up by the abbr itself
+
+
+def _dump(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    file: str
+    ok: bool
+    reason: str = ""
+    pairs: int = 0
+    prompts: int = 0
+
+
+def _uses_raw_template(suite: Any) -> bool:
+    for d in suite.datasets:
+        infer = d.spec.get("infer_cfg") or {}
+        for part in ("prompt_template", "ice_template"):
+            tp = infer.get(part)
+            if isinstance(tp, Mapping) and str(tp.get("type", "")).endswith("RawPromptTemplate"):
+                return True
+    return False
+
+
+def check_file(package: Path, file: Path, index: int, data_root: Path, user_data: Path | None,
+               mode: str) -> Outcome:
+    """Wrap, load, give rows, compile (as ``compile-prompts --check``) one dataset config."""
+    from prompt_compiler import suite as S
+    from prompt_compiler.errors import PromptCompilerError
+
+    rel = file.relative_to(package / "configs" / "datasets").as_posix()
+    try:
+        wrapper = write_wrapper(package, file, index, chat=False)
+        loaded = S.load([wrapper])
+        if _uses_raw_template(loaded):
+            wrapper = write_wrapper(package, file, index, chat=True)
+            loaded = S.load([wrapper])
+        data_dir = user_data
+        if data_dir is None:
+            data_dir = data_root / f"{index:04d}"
+            for d in loaded.datasets:
+                write_rows(data_dir, d)
+        manifest = S.compile_to_dir(loaded, None, data_dir=data_dir, mode=mode)
+    except PromptCompilerError as err:
+        return Outcome(rel, False, " ".join(str(err).split()))
+    except Exception as exc:  # a bug: report it, keep going
+        return Outcome(rel, False, f"BUG {type(exc).__name__}: {' '.join(str(exc).split())}")
+    outputs = manifest["outputs"].values()
+    return Outcome(rel, True, "", len(outputs), sum(o["records"] for o in outputs))
+
+
+def _worker(args: tuple[str, str, int, str, str | None, str]) -> Outcome:
+    package, file, index, data_root, user_data, mode = args
+    return check_file(Path(package), Path(file), index, Path(data_root),
+                      Path(user_data) if user_data else None, mode)
+
+
+def run(package: Path, files: Sequence[Path], *, data_root: Path, user_data: Path | None,
+        mode: str, jobs: int) -> list[Outcome]:
+    indexed = [(str(package), str(f), i, str(data_root), str(user_data) if user_data else None,
+                mode) for i, f in enumerate(files)]
+    if jobs <= 1:
+        return [_worker(a) for a in indexed]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_worker, indexed, chunksize=8))
+
+
+MODEL_IN_THE_LOOP: frozenset[str] = frozenset()
+
+
+def summarize(outcomes: Iterable[Outcome], out: Any = sys.stdout) -> int:
+    outcomes = list(outcomes)
+    failed = [o for o in outcomes if not o.ok and o.file not in MODEL_IN_THE_LOOP]
+    loop = [o for o in outcomes if not o.ok and o.file in MODEL_IN_THE_LOOP]
+    ok = [o for o in outcomes if o.ok]
+    for o in failed:
+        print(f"FAIL {o.file}: {o.reason}", file=out)
+    for o in loop:
+        print(f"LOOP {o.file}: {o.reason}", file=out)
+    line = f"{len(outcomes)} files, {len(ok)} ok, {len(failed)} failed"
+    if loop:
+        line += f", {len(loop)} need a model in the loop"
+    print(line, file=out)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="oc_corpus", description=__doc__.split("\n\n")[0])
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--wheel", type=Path, help="an opencompass wheel file")
+    src.add_argument("--extracted", type=Path, help="an extracted wheel (holds opencompass/)")
+    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="download/extract folder")
+    p.add_argument("--data-dir", type=Path, help="real rows (DIR/<abbr>/<split>.jsonl)")
+    p.add_argument("--mode", choices=("default", "compat"), default="default")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--sample", type=int, default=0, help="every k-th file, k chosen to give N")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB",
+                   help="files (relative to configs/datasets) matching GLOB")
+    args = p.parse_args(argv)
+
+    if args.extracted is not None:
+        package = package_dir(args.extracted)
+        # wrappers are written next to the configs: work on a copy when it is not ours
+    else:
+        wheel = args.wheel or fetch_wheel(args.cache)
+        package = extract_configs(wheel, args.cache / "tree")
+    files = dataset_files(package)
+    if args.only:
+        files = [f for f in files if any(fnmatch.fnmatchcase(
+            f.relative_to(package / "configs" / "datasets").as_posix(), g) for g in args.only)]
+    if args.sample and len(files) > args.sample:
+        step = len(files) / args.sample
+        files = [files[int(i * step)] for i in range(args.sample)]
+    mode = "opencompass" if args.mode == "compat" else "default"
+    data_root = args.cache / "rows"
+    start = time.perf_counter()
+    outcomes = run(package, files, data_root=data_root, user_data=args.data_dir, mode=mode,
+                   jobs=args.jobs)
+    status = summarize(outcomes)
+    print(f"({time.perf_counter() - start:.0f} s, {args.jobs} jobs)", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
