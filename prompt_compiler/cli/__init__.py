@@ -5,6 +5,7 @@
     compile-prompts lint PATH... [--strict]  findings that compile but are probably wrong
     compile-prompts check-template MODEL --chat-template PATH
                                              a meta template against a chat template
+    compile-prompts diff A B [--json]        what changed between two compilations
 
 A subcommand word always wins over a path of the same name: write ``./models`` to
 compile a folder called ``models``. Each subcommand lives in its own module here and
@@ -26,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "models": "models",
     "lint": "lint",
     "check-template": "check_template",
+    "diff": "diff",
 }
 """Subcommand word -> module in this package."""
 

@@ -1,0 +1,77 @@
+"""``compile-prompts diff A B``: what changed between two compilations, item by item.
+
+    compile-prompts diff A B [--json] [--context N] [--max-items N]
+
+A and B are two output folders or two record files. Exit status: 0 identical, 1 they
+differ (or a record file cannot be read), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import PromptCompilerError
+
+__all__ = ["run"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="compile-prompts diff",
+        description="Compare two compilations (two output folders, matched by "
+        "<model>/<dataset>.jsonl, or two record files); records are matched by "
+        "(mode, index, label, turn) and compared by prompt. Exit 0: identical, 1: differ.",
+    )
+    p.add_argument("a", type=Path, metavar="A", help="output folder or record file")
+    p.add_argument("b", type=Path, metavar="B", help="output folder or record file")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"pairs": [...], "items": [...]} as one JSON object',
+    )
+    p.add_argument(
+        "--context",
+        type=int,
+        default=3,
+        metavar="N",
+        help="lines of context around each change (default 3)",
+    )
+    p.add_argument(
+        "--max-items",
+        type=int,
+        default=None,
+        metavar="N",
+        help="show at most N differing items (default 20; all with --json; 0: all)",
+    )
+    return p
+
+
+def run(argv: list[str]) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.context < 0 or (args.max_items is not None and args.max_items < 0):
+        parser.error("--context and --max-items must be >= 0")
+    for path in (args.a, args.b):
+        if not path.exists():
+            parser.error(f"{path}: no such file or folder")
+    if args.a.is_file() != args.b.is_file():
+        parser.error("give two output folders or two record files, not one of each")
+    from ..diff import diff_outputs, diff_text, to_json
+
+    try:
+        pairs = list(diff_outputs(args.a, args.b))
+    except PromptCompilerError as err:
+        print(f"compile-prompts: error: {err}", file=sys.stderr)
+        return 1
+    if not pairs:
+        parser.error(f"no record files (<model>/<dataset>.jsonl) in {args.a} or {args.b}")
+    if args.json:
+        obj = to_json(pairs, max_items=args.max_items or 0)
+        sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=1) + "\n")
+    else:
+        max_items = 20 if args.max_items is None else args.max_items
+        sys.stdout.write(diff_text(pairs, context=args.context, max_items=max_items))
+    return 0 if all(p.identical for p in pairs) else 1

@@ -1,0 +1,220 @@
+"""A prompt diff of two compilations, item by item.
+
+``A`` and ``B`` are two output folders (matched file by file by ``<model>/<dataset>.jsonl``)
+or two record files (e.g. two models of one run). Within a pair of files, records are
+matched by ``(mode, index, label, turn)`` and compared by their ``prompt``: an item is
+*same*, *changed*, *only in A* or *only in B*. The text form shows each changed prompt with
+whitespace and special tokens made visible as ``--show`` does
+(:func:`prompt_compiler.viewer.visible`), as a unified diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .outputs import item_key, read_records, record_files
+from .viewer import visible
+
+__all__ = ["ItemDiff", "PairDiff", "diff_outputs", "diff_text", "to_json"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemDiff:
+    """One item whose prompt differs (``a`` or ``b`` is None when it exists on one side only)."""
+
+    model: str
+    dataset: str
+    mode: str
+    index: Any
+    label: Any
+    turn: Any
+    a: Any
+    b: Any
+
+    @property
+    def where(self) -> str:
+        extra = f" label={self.label!r}" if self.mode == "ppl" else ""
+        extra += f" turn={self.turn}" if self.mode == "chat" else ""
+        return f"{self.dataset} x {self.model} [{self.mode}] row {self.index}{extra}"
+
+
+@dataclass(frozen=True, slots=True)
+class PairDiff:
+    """The comparison of one dataset x model (one file of A with its match in B)."""
+
+    model: str
+    dataset: str
+    same: int
+    changed: int
+    only_a: int
+    only_b: int
+    items: tuple[ItemDiff, ...]
+    """Changed items first-seen order (A's), then those only in A or only in B."""
+
+    @property
+    def identical(self) -> bool:
+        return not (self.changed or self.only_a or self.only_b)
+
+
+def _names(recs: list[dict[str, Any]], rel: str, field: str) -> str:
+    if recs and isinstance(recs[0].get(field), str):
+        return str(recs[0][field])
+    parts = rel.removesuffix(".jsonl").split("/")
+    return parts[-1] if field == "dataset" else (parts[0] if len(parts) > 1 else "?")
+
+
+def _joined(a: str, b: str) -> str:
+    return a if a == b or not b else (b if not a else f"{a} | {b}")
+
+
+def _compare(
+    a_recs: list[dict[str, Any]], b_recs: list[dict[str, Any]], rel_a: str, rel_b: str
+) -> PairDiff:
+    model = _joined(
+        _names(a_recs, rel_a, "model") if rel_a else "",
+        _names(b_recs, rel_b, "model") if rel_b else "",
+    )
+    dataset = _joined(
+        _names(a_recs, rel_a, "dataset") if rel_a else "",
+        _names(b_recs, rel_b, "dataset") if rel_b else "",
+    )
+    b_by_key = {item_key(r): r for r in b_recs}
+    a_keys = set()
+    same = changed = only_a = 0
+    changed_items: list[ItemDiff] = []
+    one_sided: list[ItemDiff] = []
+
+    def item(rec: dict[str, Any], a: Any, b: Any) -> ItemDiff:
+        return ItemDiff(
+            model,
+            dataset,
+            str(rec.get("mode", "")),
+            rec.get("index"),
+            rec.get("label"),
+            rec.get("turn"),
+            a,
+            b,
+        )
+
+    for rec in a_recs:
+        key = item_key(rec)
+        a_keys.add(key)
+        other = b_by_key.get(key)
+        if other is None:
+            only_a += 1
+            one_sided.append(item(rec, rec["prompt"], None))
+        elif other["prompt"] == rec["prompt"] and type(other["prompt"]) is type(rec["prompt"]):
+            same += 1
+        else:
+            changed += 1
+            changed_items.append(item(rec, rec["prompt"], other["prompt"]))
+    b_only = [r for r in b_recs if item_key(r) not in a_keys]
+    one_sided.extend(item(r, None, r["prompt"]) for r in b_only)
+    return PairDiff(
+        model, dataset, same, changed, only_a, len(b_only), tuple(changed_items + one_sided)
+    )
+
+
+def diff_outputs(a: Path, b: Path) -> Iterator[PairDiff]:
+    """Compare two output folders (file by file) or two record files, one pair at a time.
+
+    Raises:
+        DataError: a record file cannot be read or holds a line that is not a record.
+    """
+    if a.is_file() or b.is_file():
+        yield _compare(list(read_records(a)), list(read_records(b)), a.name, b.name)
+        return
+    files_a = {f.rel: f for f in record_files(a)}
+    files_b = {f.rel: f for f in record_files(b)}
+    for rel in sorted(files_a.keys() | files_b.keys()):
+        fa, fb = files_a.get(rel), files_b.get(rel)
+        yield _compare(
+            list(read_records(fa.path)) if fa else [],
+            list(read_records(fb.path)) if fb else [],
+            rel if fa else "",
+            rel if fb else "",
+        )
+
+
+def _lines(prompt: Any) -> list[str]:
+    return [] if prompt is None else visible(prompt).split("\n")
+
+
+def diff_text(pairs: list[PairDiff], *, context: int = 3, max_items: int = 20) -> str:
+    """The human-readable report: a summary line per pair, then the changed items as unified
+    diffs of their visible forms (at most ``max_items`` items; 0 shows all)."""
+    out = []
+    for p in pairs:
+        out.append(
+            f"{p.dataset} x {p.model}: {p.same} same, {p.changed} changed, "
+            f"{p.only_a} only in A, {p.only_b} only in B"
+        )
+    items = [i for p in pairs for i in p.items]
+    shown = items if max_items <= 0 else items[:max_items]
+    for it in shown:
+        out.append("")
+        if it.b is None:
+            out.append(f"--- {it.where}: only in A")
+            continue
+        if it.a is None:
+            out.append(f"+++ {it.where}: only in B")
+            continue
+        out.append(f"*** {it.where}")
+        body = difflib.unified_diff(
+            _lines(it.a), _lines(it.b), "A", "B", n=max(context, 0), lineterm=""
+        )
+        out.extend(list(body)[2:])  # the '--- A' / '+++ B' header says nothing here
+    if len(shown) < len(items):
+        out.append("")
+        out.append(f"... {len(items) - len(shown)} more differing items (--max-items 0 shows all)")
+    changed = sum(p.changed for p in pairs)
+    only_a = sum(p.only_a for p in pairs)
+    only_b = sum(p.only_b for p in pairs)
+    total = sum(p.same + p.changed + p.only_a + p.only_b for p in pairs)
+    out.append("")
+    if changed or only_a or only_b:
+        differing = sum(not p.identical for p in pairs)
+        out.append(
+            f"differ: {changed} changed, {only_a} only in A, {only_b} only in B "
+            f"(in {differing} of {len(pairs)} dataset x model pairs)"
+        )
+    else:
+        out.append(f"identical: {total} prompts in {len(pairs)} dataset x model pairs")
+    return "\n".join(out) + "\n"
+
+
+def to_json(pairs: list[PairDiff], *, max_items: int = 0) -> dict[str, Any]:
+    """``{"pairs": [...], "items": [...]}`` (at most ``max_items`` items; 0 keeps all)."""
+    items = [i for p in pairs for i in p.items]
+    if max_items > 0:
+        items = items[:max_items]
+    return {
+        "pairs": [
+            {
+                "model": p.model,
+                "dataset": p.dataset,
+                "same": p.same,
+                "changed": p.changed,
+                "only_a": p.only_a,
+                "only_b": p.only_b,
+            }
+            for p in pairs
+        ],
+        "items": [
+            {
+                "model": i.model,
+                "dataset": i.dataset,
+                "mode": i.mode,
+                "index": i.index,
+                "label": i.label,
+                "turn": i.turn,
+                "a": i.a,
+                "b": i.b,
+            }
+            for i in items
+        ],
+    }

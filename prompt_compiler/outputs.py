@@ -1,0 +1,73 @@
+"""Reading compiled records back: an output folder or one record file, as the CLI wrote them.
+
+The diff and the HTML report read exactly the JSON lines the compile command wrote
+(``OUT/<model>/<dataset>.jsonl``), never a second rendering of the configs. An item is
+identified within one file by its key ``(mode, index, label, turn)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import DataError
+
+__all__ = ["RecordFile", "item_key", "read_records", "record_files"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFile:
+    """One ``<model>/<dataset>.jsonl`` of an output (or a record file given on its own)."""
+
+    rel: str
+    """The path within its output folder (``model/dataset.jsonl``), or a lone file's name."""
+    path: Path
+
+
+def record_files(root: Path) -> list[RecordFile]:
+    """The record files of an output folder (``*/*.jsonl``), or ``root`` itself if a file."""
+    if root.is_file():
+        return [RecordFile(root.name, root)]
+    return [
+        RecordFile(p.relative_to(root).as_posix(), p)
+        for p in sorted(root.glob("*/*.jsonl"))
+        if p.is_file()
+    ]
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of one JSONL file; a bad line is a :class:`DataError` naming file and line."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as err:
+        raise DataError(
+            f"cannot read the record file: {err.strerror}", config_path=str(path)
+        ) from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as err:
+                raise DataError(f"line {n} is not JSON ({err})", config_path=str(path)) from None
+            if not isinstance(rec, dict) or "prompt" not in rec or "index" not in rec:
+                raise DataError(
+                    f"line {n} is not a compiled record (expected an object with "
+                    f"'index' and 'prompt')",
+                    config_path=str(path),
+                )
+            yield rec
+
+
+def item_key(rec: dict[str, Any]) -> tuple[str, Any, str, Any]:
+    """``(mode, index, label, turn)``; the label as JSON so that ``1`` and ``"1"`` stay apart."""
+    return (
+        str(rec.get("mode", "")),
+        rec.get("index"),
+        json.dumps(rec.get("label"), ensure_ascii=False, sort_keys=True),
+        rec.get("turn"),
+    )
