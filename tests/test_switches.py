@@ -81,13 +81,14 @@ def test_system_role_error_and_impossible_native(work: Path) -> None:
     proc = cli("err.yaml", "--check", cwd=work)
     assert proc.returncode == 1
     assert proc.stderr.startswith("compile-prompts: error: err.yaml: dataset 'qa', model 'strict'")
-    assert "the prompt has a system message and model 'strict' has system_role: error" in proc.stderr
+    assert ("the prompt has a system message and model 'strict' has system_role: error"
+            in proc.stderr)
     (work / "gemma.yaml").write_text(
         text[:models] + "models:\n  - {abbr: g, meta_template: gemma, system_role: native}\n")
     proc = cli("gemma.yaml", "--check", cwd=work)
     assert proc.returncode == 1
-    assert "system_role: native, but the meta template declares no SYSTEM role (roles: HUMAN, BOT)" \
-        in proc.stderr
+    assert ("system_role: native, but the meta template declares no SYSTEM role "
+            "(roles: HUMAN, BOT)") in proc.stderr
     (work / "typo.yaml").write_text(
         text[:models] + "models:\n  - {abbr: t, meta_template: chatml, system_role: nativ}\n")
     proc = cli("typo.yaml", "--check", cwd=work)
