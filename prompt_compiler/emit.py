@@ -19,10 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +28,7 @@ from .assemble.base import Record
 from .errors import DataError
 from .promptlist import PromptList
 
-__all__ = ["AtomicWriter", "prompt_sha256", "record_bytes", "record_json", "sha256_file"]
+__all__ = ["prompt_sha256", "record_bytes", "record_json", "sha256_file"]
 
 
 def _jsonable(value: Any) -> Any:
@@ -126,68 +122,3 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-class AtomicWriter:
-    """Writes files under ``root`` so that a run leaves all of them or none.
-
-    Files are written into a staging folder beside ``root`` (same file system);
-    :meth:`commit` moves each into place with an atomic rename, :meth:`abort` deletes
-    the staging folder. Nothing, not even an empty ``root``, exists before commit.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._staging: Path | None = None
-        self._files: list[str] = []
-
-    @property
-    def staging(self) -> Path:
-        """The staging folder (created on first use)."""
-        if self._staging is None:
-            parent = self.root.absolute().parent
-            parent.mkdir(parents=True, exist_ok=True)
-            self._staging = Path(tempfile.mkdtemp(prefix=f".{self.root.name}.", suffix=".tmp", dir=parent))
-        return self._staging
-
-    def adopt(self, rel: str) -> None:
-        """Take over a file written into :attr:`staging` by someone else (a worker)."""
-        if rel not in self._files:
-            self._files.append(rel)
-
-    def write_lines(self, rel: str, lines: Iterable[dict[str, Any]]) -> tuple[int, str]:
-        """Write JSON lines to ``rel``; returns (line count, sha256 of the bytes)."""
-        path = self.staging / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.adopt(rel)
-        h = hashlib.sha256()
-        count = 0
-        with path.open("wb") as fh:
-            for obj in lines:
-                data = record_bytes(obj)
-                fh.write(data)
-                h.update(data)
-                count += 1
-        return count, h.hexdigest()
-
-    def write_json(self, rel: str, obj: Any) -> None:
-        path = self.staging / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.adopt(rel)
-        with path.open("w", encoding="utf-8") as fh:
-            json.dump(obj, fh, ensure_ascii=False, indent=1)
-            fh.write("\n")
-
-    def commit(self) -> None:
-        for rel in self._files:
-            final = self.root / rel
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.staging / rel, final)
-        self._files.clear()
-        self.abort()
-
-    def abort(self) -> None:
-        if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
-            self._staging = None
-        self._files.clear()

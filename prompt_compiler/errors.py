@@ -19,7 +19,8 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
     ├── SectionError (IndexError)             unbalanced begin/round/end sections
     ├── RetrievalError (IndexError)           in-context example ids out of range
     ├── RenderError (TypeError)               a prompt that cannot take the requested shape
-    └── UnsupportedError (ValueError)         a valid combination the target system rejects
+    ├── UnsupportedError (ValueError)         a valid combination the target system rejects
+    └── OutputError (OSError)                 the output folder cannot be locked, written or replaced
 
 In ``compat="opencompass"`` mode, where OpenCompass itself raises, this project raises
 the matching class above and records OpenCompass's own exception as
@@ -38,6 +39,7 @@ __all__ = [
     "MetaTemplateError",
     "MissingFieldError",
     "MissingTokenError",
+    "OutputError",
     "PromptCompilerError",
     "PromptCompilerWarning",
     "RegistryError",
@@ -199,3 +201,13 @@ class UnsupportedError(PromptCompilerError, ValueError):
 class PromptCompilerWarning(UserWarning):
     """Something a user should know that does not stop the compile (e.g. a dropped
     system message); the CLI prints it as ``compile-prompts: warning: ...``."""
+
+
+class OutputError(PromptCompilerError, OSError):
+    """The output folder cannot be locked, written or replaced (the message names the path).
+
+    Raised for an OS error while writing (permission, disk full, not a folder, ...), for a
+    folder that another run holds, and for a non-empty folder this tool did not write.
+    """
+
+    __str__ = PromptCompilerError.__str__

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,12 @@ from .assemble.base import Record
 from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
 from .data import attach_rows
-from .emit import AtomicWriter, record_bytes, record_json, sha256_file
-from .errors import ConfigError, PromptCompilerError
+from .emit import record_bytes, record_json
+from .errors import ConfigError, OutputError, PromptCompilerError
+from .manifest import build_manifest, input_root
+from .outdir import OutputDir, write_jsonl
+from .outnames import MANIFEST, check_unique, output_name
+from .workers import init_worker, stop_workers
 
 __all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
 
@@ -39,7 +42,8 @@ class Pair:
 
     @property
     def out_name(self) -> str:
-        return f"{_safe(self.model.abbr)}/{_safe(self.dataset.abbr)}.jsonl"
+        """The record file in OUT (see :mod:`prompt_compiler.outnames`)."""
+        return output_name(self.model.abbr, self.dataset.abbr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +68,6 @@ class Suite:
                     if not only or any(fnmatch.fnmatchcase(d.abbr, g) for g in only)]
         return [Pair(d, m, {**options.get(d.config_path + d.key_path, {}), **self.options})
                 for d in datasets for m in self.models]
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in name) or "_"
 
 
 def model_from_name(name_or_file: str) -> list[ModelConfig]:
@@ -148,28 +148,24 @@ def compile(suite: Suite, *, data_dir: Path | None = None, mode: str = "default"
         yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler)
 
 
-def _compile_one(args: tuple[Pair, Path | None, str, Path]) -> tuple[int, str]:
+def _compile_one(args: tuple[Pair, Path | None, str, Path, str]) -> tuple[int, str]:
     """Worker: compile one pair into the parent's staging folder."""
-    pair, data_dir, mode, staging = args
-    path = staging / pair.out_name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    h = hashlib.sha256()
-    count = 0
-    with path.open("wb") as fh:
-        for rec in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True):
-            data = record_bytes(record_json(rec))
-            fh.write(data)
-            h.update(data)
-            count += 1
-    return count, h.hexdigest()
+    pair, data_dir, mode, staging, shown = args
+    lines = (record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True))
+    return write_jsonl(staging / pair.out_name, lines, shown=f"{shown}/{pair.out_name}")
 
 
 def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
                    mode: str = "default", only: Sequence[str] = (), jobs: int = 1,
-                   progress: Callable[[int, int, Pair], None] | None = None) -> dict[str, Any]:
-    """Compile every pair into ``out`` (all files or none) and return the manifest.
+                   progress: Callable[[int, int, Pair], None] | None = None,
+                   replace_foreign: bool = False) -> dict[str, Any]:
+    """Compile every pair into ``out`` as one unit and return the manifest.
 
-    With ``out=None`` everything is compiled and checked, and nothing is written.
+    ``out`` is replaced as a whole (see :mod:`prompt_compiler.outdir`): afterwards it
+    holds exactly the files the manifest lists, or, if anything fails, what it held
+    before. A non-empty folder this tool did not write is refused unless
+    ``replace_foreign``. With ``out=None`` everything is compiled and checked, and
+    nothing is written.
     """
     pairs = suite.pairs(only)
     if not pairs:
@@ -177,8 +173,12 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
         raise ConfigError("nothing to compile: " + ("no dataset matches --only" if only and suite.datasets
                           else "no datasets" if not suite.datasets else "no models (give --model NAME)"),
                           config_path=given)
+    _check_names(pairs)
     outputs: dict[str, dict[str, Any]] = {}
-    writer = AtomicWriter(out) if out is not None else None
+    writer = None
+    if out is not None:
+        _check_not_inside(out, [*suite.paths, *([data_dir] if data_dir else [])])
+        writer = OutputDir(out, replace_foreign=replace_foreign).open()
     try:
         if jobs > 1 and writer is not None:
             _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress)
@@ -194,21 +194,32 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
                     count, digest = writer.write_lines(pair.out_name, lines)
                 outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
                                           "records": count, "sha256": digest}
-        manifest = {
-            "tool": "prompt_compiler", "version": __version__, "mode": mode,
-            "python": sys.version.split()[0],
-            "inputs": [{"path": p, "sha256": h} for p, h in sorted(
-                {c.path.as_posix(): sha256_file(c.path) for c in suite.configs if c.path.is_file()}.items())],
-            "outputs": dict(sorted(outputs.items())),
-        }
+        manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
+                                  inputs=[c.path for c in suite.configs], outputs=outputs)
         if writer is not None:
-            writer.write_json("manifest.json", manifest)
+            writer.write_json(MANIFEST, manifest)
             writer.commit()
         return manifest
     except BaseException:
         if writer is not None:
             writer.abort()
         raise
+
+
+def _check_names(pairs: Sequence[Pair]) -> None:
+    """Two abbrs may not share an output file (:func:`outnames.check_unique`)."""
+    check_unique({p.model.abbr: p.model.config_path for p in pairs},
+                  {p.dataset.abbr: p.dataset.config_path for p in pairs})
+
+
+def _check_not_inside(out: Path, inputs: Sequence[str | os.PathLike[str]]) -> None:
+    """Replacing OUT must never delete an input (e.g. ``-o .`` or ``-o configs``)."""
+    target = os.path.realpath(out)
+    for item in inputs:
+        real = os.path.realpath(item)
+        if real == target or real.startswith(target.rstrip(os.sep) + os.sep):
+            raise OutputError(f"the output folder {out} holds the input {item}, and would be "
+                              "replaced as a whole", hint="write the output to another folder")
 
 
 def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
@@ -220,14 +231,16 @@ def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
     return count, h.hexdigest()
 
 
-def _parallel(pairs: list[Pair], writer: AtomicWriter, outputs: dict[str, dict[str, Any]],
+def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
               data_dir: Path | None, mode: str, jobs: int,
               progress: Callable[[int, int, Pair], None] | None) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     staging = writer.staging
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_compile_one, (p, data_dir, mode, staging)) for p in pairs]
+    with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,
+                             initargs=(os.getpid(),)) as pool:
+        futures = [pool.submit(_compile_one, (p, data_dir, mode, staging, writer.shown))
+                   for p in pairs]
         try:
             for i, (pair, fut) in enumerate(zip(pairs, futures)):
                 if progress:
@@ -237,6 +250,5 @@ def _parallel(pairs: list[Pair], writer: AtomicWriter, outputs: dict[str, dict[s
                 outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
                                           "records": count, "sha256": digest}
         except BaseException:
-            for fut in futures:
-                fut.cancel()
+            stop_workers(pool, futures)  # nobody writes into staging once this returns
             raise

@@ -523,7 +523,8 @@ def test_failed_run_keeps_an_existing_output_folder_unchanged(
     out = tmp_path / "out"
     (out / "old").mkdir(parents=True)
     (out / "old" / "x.jsonl").write_text("{}\n", encoding="utf-8")
-    (out / "manifest.json").write_text("{}\n", encoding="utf-8")
+    (out / "manifest.json").write_text(  # an earlier output of this tool, so it may be replaced
+        '{"tool": "prompt_compiler", "outputs": {"old/x.jsonl": {}}}\n', encoding="utf-8")
     (tmp_path / "cfg.yaml").write_text(
         config(infer=ICE_INFER.replace("[0, 1]", "[0, 7]")), encoding="utf-8"
     )

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
-__all__ = ["SUBCOMMANDS", "main"]
+__all__ = ["SUBCOMMANDS", "main", "one_line"]
 
 SUBCOMMANDS: dict[str, str] = {
     "models": "models",
@@ -30,6 +31,13 @@ SUBCOMMANDS: dict[str, str] = {
     "diff": "diff",
 }
 """Subcommand word -> module in this package."""
+
+
+def one_line(text: str) -> str:
+    """``text`` folded onto one line: an indented continuation joins with a space, any
+    other line break becomes ``; `` (multi-line messages such as PyYAML's stay readable)."""
+    text = re.sub(r"[ \t]*(?:\r\n|\r|\n)[ \t]+", " ", text.strip())
+    return re.sub(r"[ \t]*(?:\r\n|\r|\n)+[ \t]*", "; ", text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,3 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `compile-prompts models | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # last resort: an OS error no layer below turned into a message
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"compile-prompts: error: {one_line(where + (exc.strerror or str(exc)))}",
+              file=sys.stderr)
+        return 1
+    except Exception as exc:  # last resort: a bug; one line (PROMPT_COMPILER_TRACEBACK=1 shows it)
+        if os.environ.get("PROMPT_COMPILER_TRACEBACK"):
+            raise
+        print(f"compile-prompts: error: internal error, please report it: "
+              f"{one_line(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return 1

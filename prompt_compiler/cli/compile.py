@@ -2,6 +2,10 @@
 
     compile-prompts PATH... [--model NAME_OR_FILE]... [--data-dir DIR] [-o OUT]
                     [--mode compat|default] [--only ABBR_GLOB]... [--show N] [--check] [--jobs N]
+                    [--json] [--overwrite-foreign]
+
+SIGINT, SIGTERM and SIGHUP stop the run: its staging folder is removed, OUT stays as it
+was, and the exit status is 128 + the signal number (130, 143, 129).
 """
 
 from __future__ import annotations
@@ -10,13 +14,17 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from ..errors import PromptCompilerError, PromptCompilerWarning
+from ..outdir import OutputDir
+from . import one_line
 
 __all__ = ["quiet_warnings", "run", "warnings_to_stderr"]
 
@@ -47,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
+    p.add_argument("--overwrite-foreign", action="store_true",
+                   help="replace OUT even if it is a non-empty folder that compile-prompts did not "
+                        "write (its files are deleted)")
     return p
 
 
@@ -87,12 +98,41 @@ class _Progress:
             self.stream.flush()
 
 
+class Stopped(BaseException):
+    """A stop signal arrived; unwinds like KeyboardInterrupt so staging is removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP raise :class:`Stopped` in the main thread while the run lasts."""
+    names = ("SIGINT", "SIGTERM", "SIGHUP")
+    sigs = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    try:
+        old = {s: signal.signal(s, _stop) for s in sigs}
+    except ValueError:  # not the main thread (a library caller): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
 def run(argv: list[str]) -> int:
     """Compile a suite (the default command)."""
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0:
         _parser().error("--jobs must be >= 1 and --show >= 0")
-    with warnings_to_stderr():
+    with _stop_on_signals(), warnings_to_stderr():
         return _run(args)
 
 
@@ -103,6 +143,9 @@ def _run(args: argparse.Namespace) -> int:
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
     try:
+        writes = not args.check and (args.out is not None or not args.show)
+        if writes:  # repair what a dead run left; fail now, not after loading, if OUT is busy
+            OutputDir(args.out or Path("out")).recover()
         loaded = S.load(args.paths, models=args.model)
         if args.fewshot:
             import dataclasses
@@ -123,7 +166,8 @@ def _run(args: argparse.Namespace) -> int:
                 return 0
         out = None if args.check else (args.out or Path("out"))
         manifest = S.compile_to_dir(loaded, out, data_dir=args.data_dir, mode=mode, only=args.only,
-                                    jobs=args.jobs, progress=progress)
+                                    jobs=args.jobs, progress=progress,
+                                    replace_foreign=args.overwrite_foreign)
         if args.check:
             from ..lint import lint_suite
 
@@ -134,12 +178,14 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"compile-prompts: warning: {finding}", file=sys.stderr)
     except PromptCompilerError as err:
         progress.done()
-        print(f"compile-prompts: error: {err}", file=sys.stderr)
+        print(f"compile-prompts: error: {one_line(str(err))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (Stopped, KeyboardInterrupt) as stop:
         progress.done()
-        print("compile-prompts: interrupted; nothing was written", file=sys.stderr)
-        return 130
+        signum = stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT)
+        name = signal.Signals(signum).name
+        print(f"compile-prompts: stopped by {name}", file=sys.stderr)
+        return 128 + signum
     progress.done()
     if args.json:
         print(json.dumps(manifest, ensure_ascii=False, indent=1))

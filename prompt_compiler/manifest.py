@@ -1,0 +1,66 @@
+"""The manifest (``OUT/manifest.json``): what a compilation read and wrote, reproducibly.
+
+It holds the tool name and version, the mode, every input file with its sha256 and
+every output file with its record count and sha256, and nothing that depends on the
+machine, the working directory, the time or the Python version, so the same inputs give
+the same bytes everywhere.
+
+Input paths are written relative to the *input root*: the deepest folder that holds the
+folders of all given paths (``compile-prompts configs/`` -> the folder holding
+``configs``, so ``configs/eval_demo.py``; ``compile-prompts a/x.py a/y.py`` -> ``a``, so
+``x.py``). A file outside the root is written with ``..`` segments. :func:`input_path`
+is the one normalisation; use it for every input that shapes the output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .emit import sha256_file
+
+__all__ = ["TOOL", "build_manifest", "input_path", "input_root", "is_ours", "manifest_bytes"]
+
+TOOL = "prompt_compiler"
+"""The ``tool`` value that marks a folder as this tool's output."""
+
+
+def input_root(paths: Sequence[str | os.PathLike[str]]) -> Path:
+    """The folder input paths are written relative to (see the module docstring)."""
+    parents = [os.path.dirname(os.path.realpath(p)) for p in paths] or [os.path.realpath(".")]
+    return Path(os.path.commonpath(parents))
+
+
+def input_path(path: str | os.PathLike[str], root: Path) -> str:
+    """``path`` relative to ``root``, with ``/`` separators, the same on every machine."""
+    real = os.path.realpath(path)
+    try:
+        rel = os.path.relpath(real, root)
+    except ValueError:  # another drive (Windows): no relative path exists
+        return Path(real).as_posix()
+    return Path(rel).as_posix()
+
+
+def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLike[str]],
+                   root: Path, outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The manifest as a dict; inputs and outputs sorted by path, each input hashed."""
+    files = {input_path(p, root): Path(p) for p in inputs if Path(p).is_file()}
+    return {
+        "tool": TOOL, "version": version, "mode": mode,
+        "inputs": [{"path": name, "sha256": sha256_file(files[name])} for name in sorted(files)],
+        "outputs": {name: dict(outputs[name]) for name in sorted(outputs)},
+    }
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest file's exact bytes."""
+    return (json.dumps(manifest, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def is_ours(manifest: Any) -> bool:
+    """Whether a parsed ``manifest.json`` was written by this tool."""
+    return (isinstance(manifest, dict) and manifest.get("tool") == TOOL
+            and isinstance(manifest.get("outputs"), dict))
