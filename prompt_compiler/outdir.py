@@ -38,13 +38,14 @@ import shutil
 import signal
 import stat
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from .emit import record_bytes
-from .errors import OutputError
+from .errors import OutputError, PromptCompilerWarning
 from .manifest import is_ours, manifest_bytes
 from .outnames import MANIFEST
 
@@ -277,7 +278,8 @@ class OutputDir:
             if not _try_lock(fd):
                 holder = ""
                 with contextlib.suppress(OSError, ValueError):
-                    holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    holder = f" (pid {int(os.read(fd, 32).decode().strip())})"
                 os.close(fd)
                 raise OutputError(
                     f"{self.shown}: another compile-prompts run{holder} is writing this output "
@@ -289,8 +291,9 @@ class OutputDir:
             if same:
                 break
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # the holder's pid, for the message above
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
         _HELD.add(fd)
 
@@ -430,8 +433,11 @@ class OutputDir:
         _hook("after-swap")
         try:
             if leftover is not None:
-                with _os(f"remove the previous output {leftover}"):
-                    _remove(leftover)
+                _remove(leftover)
+        except OSError as exc:  # the new OUT is in place; the next run retries the removal
+            warnings.warn(PromptCompilerWarning(
+                f"cannot remove the previous output {leftover}: {exc.strerror or exc}; "
+                "the next run into this folder removes it"), stacklevel=2)
         finally:
             self._unlock()
 

@@ -215,7 +215,8 @@ def test_the_output_may_not_hold_the_inputs(tmp_path: Path) -> None:
 
 
 @needs_fifo
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                           (signal.SIGHUP, 129)])
 def test_a_signal_stops_the_run_and_removes_its_staging(
         blocked: tuple[Path, Path], tmp_path: Path, sig: signal.Signals, code: int) -> None:
     cfg, out = blocked
@@ -408,6 +409,11 @@ def test_disk_full_is_one_line_and_keeps_the_old_output(tmp_path: Path,
     line = one_error_line(run.stderr)
     assert f"cannot write {out}/m/d.jsonl: No space left on device" in line
     assert snapshot(out) == before and beside(out) == []
+    big2 = write(tmp_path / "big2.yaml", suite_yaml(["m1", "m2"], ["d"], rows=400, text="x" * 400))
+    run = cli(big2, "-o", out, "--jobs", "2", cwd=tmp_path)  # a worker hits it
+    assert run.returncode == 1
+    assert "/d.jsonl: No space left on device" in one_error_line(run.stderr)
+    assert snapshot(out) == before and beside(out) == []
 
 
 def test_a_read_only_file_system_is_one_line(tmp_path: Path, mounts: list[Path]) -> None:
@@ -448,6 +454,58 @@ def test_a_symlink_to_another_file_system_is_followed(tmp_path: Path,
         assert set(assert_one_unit(other / "real")) == {"manifest.json", "m1/d.jsonl",
                                                          "m2/d.jsonl"}
         assert beside(other / "real") == []
+
+
+@pytest.fixture
+def frozen(tmp_path: Path) -> Iterator[list[Path]]:
+    """Paths made unchangeable (``chattr +i`` as root, read-only mode otherwise); undone after."""
+    done: list[Path] = []
+    yield done
+    for path in done:
+        if path.exists():
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+            path.chmod(0o755)
+
+
+def freeze(path: Path, frozen: list[Path]) -> None:
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("root ignores permissions and chattr +i is not available here")
+    else:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    frozen.append(path)
+
+
+def test_an_unwritable_parent_is_one_line(tmp_path: Path, frozen: list[Path]) -> None:
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    freeze(parent, frozen)
+    run = cli(write(tmp_path / "c.yaml", suite_yaml(["m"], ["d"])), "-o", "locked/out",
+              cwd=tmp_path)
+    assert run.returncode == 1
+    line = one_error_line(run.stderr)
+    assert f"cannot create the lock file {parent}/{LOCK}: " in line
+    assert line.endswith(("Operation not permitted\n", "Permission denied\n"))
+    assert os.listdir(parent) == []
+
+
+def test_an_undeletable_old_output_is_a_warning_then_cleaned(
+        tmp_path: Path, made: Path, frozen: list[Path]) -> None:
+    out = copy_made(made, tmp_path)
+    if os.geteuid() != 0:
+        pytest.skip("needs chattr +i (root) to make one old file undeletable")
+    freeze(out / "m2" / "d2.jsonl", frozen)
+    run = cli("v2.yaml", "-o", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("compile-prompts: warning: cannot remove the previous output ")
+    assert run.stderr.endswith("; the next run into this folder removes it\n")
+    assert snapshot(out) == snapshot(made / "v2")
+    leftover = beside(out)
+    assert len(leftover) == 1  # the old copy, named so that the next run knows it
+    frozen[0] = out.parent / leftover[0] / "m2" / "d2.jsonl"
+    subprocess.run(["chattr", "-i", str(frozen[0])], check=True)
+    assert cli("v2.yaml", "-o", "out", cwd=tmp_path).returncode == 0
+    assert beside(out) == [] and snapshot(out) == snapshot(made / "v2")
 
 
 def test_a_yaml_error_is_folded_into_one_line(tmp_path: Path) -> None:
