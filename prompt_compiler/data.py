@@ -28,6 +28,7 @@ from typing import Any
 
 from .config.records import DatasetConfig
 from .errors import DataError, PromptCompilerError
+from .values import describe_load_error, find_problem
 
 __all__ = [
     "BUILTIN_READERS",
@@ -250,7 +251,17 @@ def _check_rows(rows: Any, *, file: str = "", split: str = "", key_path: str = "
                 "(column -> value)",
                 key_path=key_path or None,
             )
+        _check_values(row, f"{prefix}row {index}", key_path)
     return rows
+
+
+def _check_values(row: Row, where: str, key_path: str = "") -> None:
+    """Refuse a row holding a value no prompt can show (huge integer, very deep nesting)."""
+    found = find_problem(row, text=False)
+    if found is not None:
+        sub, why = found
+        raise DataError(f"{where}: column {sub.removeprefix('[').split(']', 1)[0]}: {why}",
+                        key_path=key_path or None)
 
 
 # --- readers --------------------------------------------------------------------------
@@ -281,11 +292,15 @@ def read_jsonl(file: Path) -> list[Row]:
             raise DataError(
                 f"{file}: line {lineno}: malformed JSON: {exc.msg} (column {exc.colno})"
             ) from None
+        except (ValueError, RecursionError) as exc:  # a huge integer, very deep nesting
+            why = describe_load_error(exc) or f"invalid JSON value: {exc}"
+            raise DataError(f"{file}: line {lineno} (row {len(rows)}): {why}") from None
         if not isinstance(row, dict):
             raise DataError(
                 f"{file}: line {lineno} (row {len(rows)}): a row must be a JSON object, got "
                 f"{type(row).__name__}"
             )
+        _check_values(row, f"{file}: line {lineno} (row {len(rows)})")
         rows.append(row)
     return rows
 
@@ -302,6 +317,9 @@ def read_json(file: Path) -> list[Row] | dict[str, list[Row]]:
         raise DataError(
             f"{file}: line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a huge integer, very deep nesting
+        why = describe_load_error(exc) or f"invalid JSON value: {exc}"
+        raise DataError(f"{file}: {why}") from None
     if isinstance(data, list):
         return _check_rows(data, file=str(file))
     if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):

@@ -27,6 +27,7 @@ import orjson
 from .assemble.base import Record
 from .errors import DataError
 from .promptlist import PromptList
+from .values import is_finite_json
 
 __all__ = ["prompt_sha256", "record_bytes", "record_json", "sha256_file"]
 
@@ -38,8 +39,10 @@ def _jsonable(value: Any) -> Any:
 
 
 def _canonical(prompt: Any) -> str:
+    # allow_nan=False: a message list holding NaN/Infinity has no strict JSON form.
     return prompt if isinstance(prompt, str) else json.dumps(
-        prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=_jsonable)
+        prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=_jsonable,
+        allow_nan=False)
 
 
 def prompt_sha256(prompt: Any) -> str:
@@ -74,7 +77,10 @@ def _json_value(value: Any) -> bytes:
     if kind is bool:
         return b"true" if value else b"false"
     try:
-        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError:  # strict JSON: no NaN/Infinity token is ever written
+        raise DataError(f"the value {value!r:.60} holds NaN or Infinity, which strict JSON "
+                        "cannot write") from None
     except UnicodeEncodeError:
         raise DataError(f"the value {value!r:.60} holds a lone surrogate, which has no "
                         "UTF-8 form") from None
@@ -94,12 +100,21 @@ def record_bytes(obj: dict[str, Any]) -> bytes:
 
 
 def record_json(rec: Record) -> dict[str, Any]:
-    """The JSON object written for one record (see the module docstring)."""
+    """The JSON object written for one record (see the module docstring).
+
+    Every value of it has a strict JSON form in UTF-8, whichever serialiser writes it.
+
+    Raises:
+        DataError: the prompt or label holds NaN/Infinity or a lone surrogate (row named).
+    """
     # Chat-template models take OpenAI messages when generating; scored (ppl) prompts stay
     # what OpenCompass's parser gave the model.
     chat = rec.chat_messages if rec.mode in ("gen", "chat") else None
     given = rec.model_input if rec.model_input is not None else (chat if chat is not None else rec.prompt)
-    prompt = given if isinstance(given, str) else json.loads(_canonical(given))
+    try:
+        prompt = given if isinstance(given, str) else json.loads(_canonical(given))
+    except ValueError as exc:  # NaN/Infinity inside a message list
+        raise _unwritable(rec, "prompt", exc) from None
     try:
         digest = prompt_sha256(prompt)
     except DataError as err:
@@ -107,6 +122,7 @@ def record_json(rec: Record) -> dict[str, Any]:
     out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
                            "index": rec.index}
     if rec.mode == "ppl":
+        _check_strict(rec, "label", rec.label)
         out["label"] = rec.label
     if rec.mode == "chat":
         out["turn"] = rec.turn
@@ -114,6 +130,30 @@ def record_json(rec: Record) -> dict[str, Any]:
     out["prompt"] = prompt
     out["prompt_sha256"] = digest
     return out
+
+
+def _check_strict(rec: Record, name: str, value: Any) -> None:
+    """Refuse a record field that strict JSON in UTF-8 cannot hold."""
+    if isinstance(value, (int, bool)) or value is None:
+        return
+    if not is_finite_json(value):
+        raise _unwritable(rec, name, ValueError("NaN or Infinity"))
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False, default=_jsonable).encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError) as exc:
+        raise _unwritable(rec, name, exc) from None
+
+
+def _unwritable(rec: Record, name: str, exc: BaseException) -> DataError:
+    if isinstance(exc, UnicodeEncodeError):
+        bad = exc.object[exc.start:exc.end]
+        why = f"holds a lone surrogate {bad!r}, which is not Unicode text (not writable as UTF-8)"
+    elif "Out of range float" in str(exc) or "NaN" in str(exc):
+        why = "holds NaN or Infinity, which strict JSON cannot write"
+    else:
+        why = f"cannot be written as JSON: {exc}"
+    return DataError(f"the {name} of this record {why}", dataset=rec.dataset, model=rec.model,
+                     row=rec.index, hint="fix the value in the data or the config")
 
 
 def sha256_file(path: Path) -> str:

@@ -43,6 +43,21 @@ def mask_row(row: Mapping[str, Any], column: str | None, token: str) -> dict[str
     return out
 
 
+_ROLE_TEXT_KEYS = ("role", "fallback_role", "begin", "end")  # a non-str prompt: RenderError when filled
+
+
+def _role_item(obj: Any) -> Item:
+    """One template item; a role's name and text fields must be strings (TypeError if not)."""
+    item = item_from_obj(obj)
+    if isinstance(item, RoleItem):
+        for key in _ROLE_TEXT_KEYS:  # looked up by name or joined into the prompt text
+            value = item.get(key)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"a role item's {key!r} must be a str, got "
+                                f"{type(value).__name__}")
+    return item
+
+
 @dataclass(frozen=True, slots=True)
 class _Piece:
     """One template text split at ``ice_token``, each part pre-parsed."""
@@ -208,7 +223,7 @@ class PromptTemplate:
             if spread and isinstance(value, list):
                 for j, obj in enumerate(value):
                     try:
-                        items.append(item_from_obj(obj))
+                        items.append(_role_item(obj))
                     except TypeError as exc:
                         raise TemplateError(str(exc), key_path=f"{path}.{section}[{j}]") from None
             elif spread and isinstance(value, str):
@@ -216,7 +231,7 @@ class PromptTemplate:
                     items.append(value)
             else:
                 try:
-                    items.append(item_from_obj(value))
+                    items.append(_role_item(value))
                 except TypeError as exc:
                     raise TemplateError(str(exc), key_path=f"{path}.{section}") from None
 

@@ -88,12 +88,30 @@ def _chats(job: Job, index: int) -> tuple[list[dict[str, Any]], bool]:
         return chat, False
     if len(cols) == 1 and isinstance(item.get(cols[0]), list) and all(
             isinstance(m, dict) for m in item[cols[0]]):
-        return copy.deepcopy(item[cols[0]]), False
+        return _checked_chat(item[cols[0]], cols[0]), False
     if "dialogue" in cols:
-        return copy.deepcopy(item["dialogue"]), True
+        return _checked_chat(item["dialogue"], "dialogue"), True
     raise DataError("cannot build a chat from this row: the input/output columns must all be "
                     "strings, all lists of strings, one column holding a chat, or a 'dialogue' column",
                     reference=("ValueError", "Cannot construct chat from the dataset."))
+
+
+def _checked_chat(chat: Any, column: str) -> list[dict[str, Any]]:
+    """A copy of a chat read from a row: a list of messages with a str role and text content."""
+    if not isinstance(chat, list):
+        raise DataError(f"column {column!r} must hold a chat (a list of messages), got "
+                        f"{type(chat).__name__}")
+    for i, message in enumerate(chat):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise DataError(f"column {column!r}, message {i}: expected a dict with a str 'role', "
+                            f"got {type(message).__name__}"
+                            + (f" with role {type(message.get('role')).__name__}"
+                               if isinstance(message, dict) else ""))
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise DataError(f"column {column!r}, message {i}: 'content' must be a str, got "
+                            f"{type(content).__name__}")
+    return copy.deepcopy(chat)
 
 
 def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = None) -> Iterator[Record]:

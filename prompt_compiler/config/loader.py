@@ -19,7 +19,8 @@ from typing import Any
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
 from ..errors import ConfigError
-from .normalize import collect_entries, normalize_dataset, normalize_model
+from ..values import describe_load_error
+from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
 from .pyconfig import load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
@@ -148,6 +149,7 @@ def _compile_job(file: Path, display: str, job: dict[str, Any]) -> SuiteConfig:
     )
     model: ModelConfig = normalize_model(job["model"], display, "model")
     options = job.get("options") or {}
+    check_values(options, display, "options")
     if not isinstance(options, dict):
         raise ConfigError(
             f"expected a dict, got {type(options).__name__}",
@@ -189,8 +191,12 @@ def _read_yaml(file: Path, display: str) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = exc.problem or exc.context or "malformed document"
         raise ConfigError(f"{where}invalid YAML: {problem}", config_path=display) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", config_path=display) from None
+    except yaml.YAMLError as exc:  # e.g. a reader error; its text spans lines
+        raise ConfigError(f"invalid YAML: {' '.join(str(exc).split())}",
+                          config_path=display) from None
+    except (ValueError, RecursionError) as exc:  # a value PyYAML cannot build
+        why = describe_load_error(exc) or f"invalid YAML value: {exc}"
+        raise ConfigError(why, config_path=display) from None
 
 
 def _read_json(file: Path, display: str) -> Any:
@@ -203,6 +209,9 @@ def _read_json(file: Path, display: str) -> Any:
         ) from None
     except _ItemsError as exc:
         raise ConfigError(f"invalid JSON: {exc}", config_path=display) from None
+    except (ValueError, RecursionError) as exc:  # a huge integer, very deep nesting
+        why = describe_load_error(exc) or f"invalid JSON value: {exc}"
+        raise ConfigError(why, config_path=display) from None
 
 
 class _ItemsError(ValueError):

@@ -9,11 +9,13 @@ and the key path of the offending value.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RegistryError
+from ..values import find_problem
 from .opencompass_shim import (
     API_MODELS,
     CHAT_TEMPLATE_MODELS,
@@ -28,6 +30,7 @@ from .records import DatasetConfig, ModelConfig, TypeRef
 __all__ = [
     "CUSTOM_KEY",
     "DERIVED_ABBR_KEY",
+    "check_values",
     "collect_entries",
     "derive_abbr",
     "is_custom_dataset",
@@ -70,6 +73,8 @@ def collect_entries(
     out: list[tuple[str, Any]] = []
     for name, items in sources:
         for index, entry in enumerate(items):
+            if name != kind:
+                check_values(entry, config_path, f"{name}[{index}]")  # before comparing
             if name != kind and any(entry == seen for _, seen in out):
                 continue  # the same entry reached through two *_datasets variables
             out.append((f"{name}[{index}]", entry))
@@ -91,6 +96,7 @@ def normalize_dataset(
         ConfigError: A required key is missing or has the wrong shape.
     """
     entry = _require_dict(entry, "a dataset dict", config_path, key_path)
+    check_values(entry, config_path, key_path)
     entry = _unwrap_reader_cfg(entry)
     derived = False
     abbr = entry.get("abbr")
@@ -198,6 +204,7 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         RegistryError: The renderer name or model class is unknown.
     """
     entry = _require_dict(entry, "a model dict", config_path, key_path)
+    check_values(entry, config_path, key_path)
     abbr = entry.get("abbr", entry.get("name"))
     if not isinstance(abbr, str) or not abbr:
         raise ConfigError(
@@ -283,6 +290,23 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         except PromptCompilerError as err:
             raise err.located(**where) from None
     return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
+
+
+def check_values(value: Any, config_path: str, key_path: str) -> None:
+    """Refuse values no prompt can hold (see :mod:`prompt_compiler.values`), naming where.
+
+    Raises:
+        ConfigError: a huge integer, nesting over ``MAX_DEPTH`` levels, or a lone surrogate.
+    """
+    found = find_problem(value)
+    if found is not None:
+        sub, why = found
+        raise ConfigError(f"{why}", config_path=config_path, key_path=_join_path(key_path, sub))
+
+
+def _join_path(key_path: str, sub: str) -> str:
+    """``datasets[0]`` + ``['infer_cfg']['x']`` -> ``datasets[0].infer_cfg.x``."""
+    return key_path + re.sub(r"\['([A-Za-z_][A-Za-z0-9_]*)'\]", r".\1", sub)
 
 
 def _check_renderer(value: Any, key_path: str, where: dict[str, Any]) -> Renderer:

@@ -77,7 +77,15 @@ class MetaTemplate:
                             f"role {k} given as a list of special tokens is not supported; "
                             "write it as a string", key_path=f"{path}.{k}",
                             reference=("NotImplementedError", ""))
+                _check_role_fields(item, path)
                 roles[item["role"]] = dict(item)
+        for k in ("begin", "end"):
+            if meta.get(k) is not None and not isinstance(meta[k], str):
+                raise MetaTemplateError(
+                    f"the meta template's {k} must be a string, got {type(meta[k]).__name__}",
+                    key_path=f"{where}.{k}",
+                    reference=("TypeError", f"can only concatenate str (not "
+                               f"\"{type(meta[k]).__name__}\") to str"))
         return cls(tuple(meta["round"]), roles, meta.get("begin"), meta.get("end"), meta)
 
     def role_names(self) -> str:
@@ -85,6 +93,21 @@ class MetaTemplate:
 
     def round_roles(self) -> dict[str, int]:
         return {r["role"]: i for i, r in enumerate(self.round) if not isinstance(r, str)}
+
+
+_TEXT_FIELDS = ("begin", "end", "prompt", "api_role", "fallback_role")
+
+
+def _check_role_fields(item: Mapping[str, Any], path: str) -> None:
+    """A role's text fields are strings: they are concatenated into the prompt."""
+    for k in _TEXT_FIELDS:
+        value = item.get(k)
+        if value is not None and not isinstance(value, str):
+            raise MetaTemplateError(
+                f"role {item.get('role')!r}: {k} must be a string, got {type(value).__name__}",
+                key_path=f"{path}.{k}",
+                reference=("TypeError", f"can only concatenate str (not "
+                           f"\"{type(value).__name__}\") to str"))
 
 
 @dataclass(frozen=True, slots=True)
