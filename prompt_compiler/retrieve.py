@@ -184,6 +184,8 @@ class BM25Retriever:
 
 # -- construction from config -------------------------------------------------------
 
+# NumPy's legacy RandomState takes 32-bit seeds (as in OpenCompass); counts are list sizes.
+_INT_MAX = {"seed": 2**32 - 1, "ice_num": 2**31 - 1, "k": 2**31 - 1}
 _COMMON = {"ice_separator", "ice_eos_token", "ice_num", "index_split", "test_split"}
 
 
@@ -221,6 +223,9 @@ def _builder(cls: Any, accepted: set[str], required: tuple[str, ...] = ()) -> Ca
         for k in ("ice_num", "k", "seed"):
             if k in kwargs and (not isinstance(kwargs[k], int) or isinstance(kwargs[k], bool)):
                 raise ConfigError(f"{k} must be an int, got {kwargs[k]!r}", key_path=f"{where}.{k}")
+            if k in kwargs and not 0 <= kwargs[k] <= _INT_MAX[k]:
+                raise ConfigError(f"{k} must be between 0 and {_INT_MAX[k]:,}, got {kwargs[k]:,}",
+                                  key_path=f"{where}.{k}")
         return cls(**kwargs)  # type: ignore[no-any-return]
 
     return build
