@@ -13,7 +13,7 @@ from prompt_compiler.errors import DataError
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)))  # any text but lone surrogates
 VALUES = st.one_of(TEXT, st.integers(), st.none(), st.booleans(), st.lists(st.integers()),
-                   st.floats(allow_nan=False), st.lists(st.dictionaries(TEXT, TEXT), max_size=3))
+                   st.floats(allow_nan=False, allow_infinity=False), st.lists(st.dictionaries(TEXT, TEXT), max_size=3))
 
 
 @given(st.dictionaries(TEXT, VALUES, max_size=6))
@@ -33,3 +33,9 @@ def test_a_record_line_written_by_hand():
 def test_a_lone_surrogate_is_a_data_error():
     with pytest.raises(DataError, match="lone surrogate"):
         record_bytes({"prompt": "a\ud800b"})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), [1.0, float("inf")]])
+def test_nan_and_infinity_are_a_data_error_never_a_bare_token(value):
+    with pytest.raises(DataError, match="NaN or Infinity"):
+        record_bytes({"label": value})

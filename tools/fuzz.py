@@ -300,8 +300,9 @@ def _run(args: argparse.Namespace, corpus: list[Any], base: str) -> int:
                 site = f"cli: {outcome.site or 'hang'}"
                 sites[site] += 1
                 first.setdefault(site, (example_seed(args.seed, index), outcome.detail))
-        cli_line = f"; CLI subprocess: {args.cli} examples, {cli_crashes} crashes, {cli_hangs} hangs"
-    print(f"exit statuses: " + ", ".join(f"{k}: {v}" for k, v in sorted(
+        cli_line = (f"; CLI subprocess: {args.cli} examples, {cli_crashes} crashes, "
+                    f"{cli_hangs} hangs")
+    print("exit statuses: " + ", ".join(f"{k}: {v}" for k, v in sorted(
         exits.items(), key=lambda kv: -1 if kv[0] is None else kv[0])) + f"; {elapsed:.0f}s")
     for site, count in sites.most_common():
         seed, detail = first[site]

@@ -106,8 +106,9 @@ def _bases() -> list[tuple[dict[str, Any], dict[str, Any]]]:
                           {"role": "BOT", "prompt": "{answer}"}]}},
             "retriever": {"type": "ZeroRetriever"},
             "inferencer": {"type": "ChatInferencer", "infer_mode": "every_with_gt"}}
-    jinja = {"prompt_template": {"type": "PromptTemplate", "engine": "jinja2", "template":
-                                 "Q: {{ question }}{% if answer %} ({{ answer|length }}){% endif %}"},
+    jinja_text = "Q: {{ question }}{% if answer %} ({{ answer|length }}){% endif %}"
+    jinja = {"prompt_template": {"type": "PromptTemplate", "engine": "jinja2",
+                                 "template": jinja_text},
              "retriever": {"type": "ZeroRetriever"}, "inferencer": {"type": "GenInferencer"}}
     lm = {"abbr": "lm", "parser": "lm", "meta_template": None, "max_seq_len": 64}
     lm_meta = {"abbr": "lm-meta", "type": "HuggingFaceCausalLM",
@@ -294,7 +295,8 @@ def _py_literal(value: Any) -> str:
         return "float('nan')" if math.isnan(value) else ("float('inf')" if value > 0
                                                           else "-float('inf')")
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_py_literal(k)}: {_py_literal(v)}" for k, v in value.items()) + "}"
+        pairs = (f"{_py_literal(k)}: {_py_literal(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_py_literal(v) for v in value) + "]"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**4000:
