@@ -6,18 +6,65 @@ import json
 import re
 from typing import Any
 
-__all__ = ["visible"]
+__all__ = ["GLYPHS", "Segment", "segments", "visible"]
 
 # Special-token shapes used by chat formats: <|im_start|>, <s>, </s>, [INST], <eoa>, <｜User｜>.
-_SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>\s]{1,40}｜>|</?[A-Za-z_][A-Za-z0-9_]{0,20}>|\[/?[A-Z_]{2,12}\]")
+_SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>\s]{1,40}｜>"
+                      r"|</?[A-Za-z_][A-Za-z0-9_]{0,20}>|\[/?[A-Z_]{2,12}\]")
+
+
+_WHITESPACE = re.compile(r"\n|\t|\r| +(?=\n)| +$")
+_KINDS = {"\n": "newline", "\t": "tab", "\r": "cr"}
+
+Segment = tuple[int, int, str]
+"""``(start, end, kind)`` of a prompt text: kind is ``text``, ``special`` (a special token),
+``newline``, ``tab``, ``cr`` or ``trailing`` (spaces that end a line)."""
+
+GLYPHS = {"newline": "↵", "tab": "→", "cr": "␍", "trailing": "·"}
+"""The visible stand-in for each character of a whitespace segment kind."""
+
+
+def segments(s: str) -> list[Segment]:
+    """Cut ``s`` into runs that :func:`visible` (and the HTML report) show differently."""
+    out: list[Segment] = []
+    pos = 0
+
+    def plain(start: int, end: int) -> None:
+        sub = s[start:end]
+        last = 0
+        for m in _WHITESPACE.finditer(sub):
+            if m.group()[0] == " " and m.end() == len(sub) and end != len(s):
+                continue  # spaces before a special token do not end a line
+            if m.start() > last:
+                out.append((start + last, start + m.start(), "text"))
+            out.append((start + m.start(), start + m.end(), _KINDS.get(m.group()[0], "trailing")))
+            last = m.end()
+        if last < len(sub):
+            out.append((start + last, end, "text"))
+
+    for m in _SPECIAL.finditer(s):
+        if m.start() > pos:
+            plain(pos, m.start())
+        out.append((m.start(), m.end(), "special"))
+        pos = m.end()
+    if pos < len(s):
+        plain(pos, len(s))
+    return out
 
 
 def _text(s: str, color: bool) -> str:
-    s = _SPECIAL.sub(lambda m: f"\x1b[7m{m.group()}\x1b[0m" if color else f"⟦{m.group()}⟧", s)
-    s = s.replace("\t", "→").replace("\r", "␍")
-    lines = s.split("\n")
-    out = [re.sub(r" +$", lambda m: "·" * len(m.group()), line) for line in lines]
-    return "↵\n".join(out) + "␃"
+    parts = []
+    for a, b, kind in segments(s):
+        piece = s[a:b]
+        if kind == "special":
+            parts.append(f"\x1b[7m{piece}\x1b[0m" if color else f"⟦{piece}⟧")
+        elif kind == "newline":
+            parts.append("↵\n")
+        elif kind == "text":
+            parts.append(piece)
+        else:
+            parts.append(GLYPHS[kind] * len(piece))
+    return "".join(parts) + "␃"
 
 
 def visible(prompt: Any, *, color: bool = False) -> str:

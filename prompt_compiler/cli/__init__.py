@@ -6,6 +6,7 @@
     compile-prompts check-template MODEL --chat-template PATH
                                              a meta template against a chat template
     compile-prompts diff A B [--json]        what changed between two compilations
+    compile-prompts view OUT [B] -o FILE     a self-contained HTML report (B: side-by-side diff)
 
 A subcommand word always wins over a path of the same name: write ``./models`` to
 compile a folder called ``models``. Each subcommand lives in its own module here and
@@ -29,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "lint": "lint",
     "check-template": "check_template",
     "diff": "diff",
+    "view": "view",
 }
 """Subcommand word -> module in this package."""
 
