@@ -3,10 +3,16 @@
 Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
 
     {"dataset", "model", "mode": "gen"|"ppl"|"clp"|"chat", "index",
-     "label" (ppl only), "turn" (chat only), "ice_ids", "prompt", "prompt_sha256"}
+     "label" (ppl only), "turn" (chat only), "ice_ids",
+     "dropped_ice_ids", "token_len_before", "token_len_after" (only when max_seq_len dropped
+     examples or the prompt is over it), "over_limit": true (only then), "prompt",
+     "prompt_sha256"}
 
 ``prompt`` is exactly what the model receives (a string, or a list of messages);
 ``prompt_sha256`` hashes its UTF-8 text (a string) or its canonical JSON (a list).
+The truncation report: ``dropped_ice_ids`` are the retrieved example ids that ``max_seq_len``
+removed (from the end), ``token_len_before`` / ``token_len_after`` the prompt's tokens with
+all retrieved examples and as written; ``over_limit`` marks a prompt still over the limit.
 
 Bytes of a line (:func:`record_bytes`): the object in the key order above, as Python's
 ``json.dumps(obj, ensure_ascii=False)`` writes it (``", "`` and ``": "`` separators,
@@ -127,6 +133,13 @@ def record_json(rec: Record) -> dict[str, Any]:
     if rec.mode == "chat":
         out["turn"] = rec.turn
     out["ice_ids"] = list(rec.ice_ids)
+    dropped = list(rec.retrieved_ids[len(rec.ice_ids):])
+    if dropped or rec.over_limit:  # the truncation report
+        out["dropped_ice_ids"] = dropped
+        out["token_len_before"] = rec.token_len_full
+        out["token_len_after"] = rec.token_len
+    if rec.over_limit:
+        out["over_limit"] = True
     out["prompt"] = prompt
     out["prompt_sha256"] = digest
     return out

@@ -148,11 +148,35 @@ def compile(suite: Suite, *, data_dir: Path | None = None, mode: str = "default"
         yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler)
 
 
-def _compile_one(args: tuple[Pair, Path | None, str, Path, str]) -> tuple[int, str]:
+class _Tally:
+    """Counts the records flagged ``over_limit`` while they stream past."""
+
+    def __init__(self) -> None:
+        self.over_limit = 0
+
+    def __call__(self, lines: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for obj in lines:
+            if obj.get("over_limit"):
+                self.over_limit += 1
+            yield obj
+
+    def entry(self, pair: Pair, count: int, digest: str) -> dict[str, Any]:
+        """The manifest's output entry (``over_limit`` only when some prompt is)."""
+        out: dict[str, Any] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
+                               "records": count, "sha256": digest}
+        if self.over_limit:
+            out["over_limit"] = self.over_limit
+        return out
+
+
+def _compile_one(args: tuple[Pair, Path | None, str, Path, str]) -> tuple[int, str, int]:
     """Worker: compile one pair into the parent's staging folder."""
     pair, data_dir, mode, staging, shown = args
-    lines = (record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True))
-    return write_jsonl(staging / pair.out_name, lines, shown=f"{shown}/{pair.out_name}")
+    tally = _Tally()
+    lines = tally(record_json(r)
+                  for r in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True))
+    count, digest = write_jsonl(staging / pair.out_name, lines, shown=f"{shown}/{pair.out_name}")
+    return count, digest, tally.over_limit
 
 
 def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
@@ -186,14 +210,14 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
             for i, pair in enumerate(pairs):
                 if progress:
                     progress(i, len(pairs), pair)
-                lines = (record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode,
-                                                              lean=True))
+                tally = _Tally()
+                lines = tally(record_json(r) for r in compile_pair(
+                    pair, data_dir=data_dir, mode=mode, lean=True))
                 if writer is None:
                     count, digest = _count_and_hash(lines)
                 else:
                     count, digest = writer.write_lines(pair.out_name, lines)
-                outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
-                                          "records": count, "sha256": digest}
+                outputs[pair.out_name] = tally.entry(pair, count, digest)
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
                                   inputs=[c.path for c in suite.configs], outputs=outputs)
         if writer is not None:
@@ -245,10 +269,11 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
             for i, (pair, fut) in enumerate(zip(pairs, futures)):
                 if progress:
                     progress(i, len(pairs), pair)
-                count, digest = fut.result()
+                count, digest, over = fut.result()
                 writer.adopt(pair.out_name)
-                outputs[pair.out_name] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
-                                          "records": count, "sha256": digest}
+                tally = _Tally()
+                tally.over_limit = over
+                outputs[pair.out_name] = tally.entry(pair, count, digest)
         except BaseException:
             stop_workers(pool, futures)  # nobody writes into staging once this returns
             raise

@@ -35,6 +35,10 @@ class Record:
         label: The PPL label this prompt scores (``None`` otherwise).
         turn: The generation call within a chat row (``None`` otherwise).
         token_len: Tokens of ``prompt`` by the model's counter.
+        token_len_full: Tokens of the prompt built with every retrieved example, before
+            ``max_seq_len`` dropped any (``None`` when nothing was counted).
+        over_limit: The prompt is still longer than ``max_seq_len`` with every example
+            dropped that could be.
         chat_messages: OpenAI messages for chat-template models.
         extra: Mode-specific fields (normalizing split, chat history, ...).
     """
@@ -55,6 +59,8 @@ class Record:
     """Set when the model receives something else again: a chat template's text or an
     API format's request (see :meth:`Model.deliver`)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    token_len_full: int | None = None
+    over_limit: bool = False
 
 
 @dataclass

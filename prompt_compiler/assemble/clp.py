@@ -24,15 +24,20 @@ def clp_records(job: Job, retrieved: Sequence[Sequence[int]]) -> Iterator[Record
         job.row = index
         used = list(ids)
         prompt = model.render(job.gen_prompt(index, job.build_ice(used)), "gen", job.policy)
+        full = None
+        over = False
         if model.max_seq_len is not None:
+            full = job.token_len(prompt)
             while used and job.token_len(prompt) + 1 > model.max_seq_len:
                 used.pop()
                 prompt = job.gen_prompt(index, job.build_ice(used))
                 # OpenCompass measures and scores the rebuilt prompt unparsed (D9).
                 if job.policy.fixes("D9"):
                     prompt = model.render(prompt, "gen", job.policy)
+            over = job.token_len(prompt) + 1 > model.max_seq_len
         yield Record(
             dataset=job.abbr, model=model.abbr, mode="clp", index=index, prompt=prompt,
             ice_ids=tuple(used), retrieved_ids=tuple(ids),
-            token_len=job.token_len(prompt) if job.counts_tokens else None,
+            token_len=job.token_len(prompt) if job.counts_tokens or full is not None else None,
+            token_len_full=full, over_limit=over,
         )

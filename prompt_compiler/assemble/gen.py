@@ -24,7 +24,7 @@ def gen_record(job: Job, index: int, ids: Sequence[int],
     used = list(ids)
     prompt = job.gen_prompt(index, job.build_ice(used), gen_field_replace_token)
     rendered = model.render(prompt, "gen", job.policy)
-    n = job.token_len(rendered) if job.counts_tokens else None
+    n = full = job.token_len(rendered) if job.counts_tokens else None
     if model.max_seq_len is not None:
         while used and n is not None and n > model.max_seq_len:
             used.pop()
@@ -36,4 +36,6 @@ def gen_record(job: Job, index: int, ids: Sequence[int],
         intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids),
         token_len=n, chat_messages=model.chat_messages(rendered, job.policy),
         model_input=model.deliver(rendered, "gen", job.policy),
+        token_len_full=full,
+        over_limit=model.max_seq_len is not None and n is not None and n > model.max_seq_len,
     )

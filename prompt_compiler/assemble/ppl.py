@@ -63,12 +63,13 @@ def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[A
     job.row = index
     used = list(ids)
     built = [build(index, used, lb, remain_sep) for lb in labels]
+    full = [n for _, _, n in built]
     if limit is not None and policy.fixes("D5"):
         while used and any(n is not None and n > limit for _, _, n in built):
             used.pop()
             built = [build(index, used, lb, remain_sep) for lb in labels]
     out = []
-    for label, (prompt, rendered, token_len) in zip(labels, built):
+    for k, (label, (prompt, rendered, token_len)) in enumerate(zip(labels, built, strict=True)):
         if limit is not None and not policy.fixes("D5"):
             if len(used) < len(ids):
                 # OpenCompass carries the shortened list over from earlier labels (D5).
@@ -86,6 +87,8 @@ def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[A
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
             token_len=token_len, chat_messages=model.chat_messages(rendered, policy),
             model_input=model.deliver(rendered, "ppl", policy), extra=extra,
+            token_len_full=full[k],
+            over_limit=limit is not None and token_len is not None and token_len > limit,
         ))
     return out
 

@@ -193,4 +193,8 @@ def _run(args: argparse.Namespace) -> int:
         total = sum(o["records"] for o in manifest["outputs"].values())
         where = "checked, nothing written" if out is None else f"written to {out}/"
         print(f"{len(manifest['outputs'])} dataset x model pairs, {total} prompts ({mode} mode), {where}")
+        over = sum(o.get("over_limit", 0) for o in manifest["outputs"].values())
+        if over:
+            print(f"{over} {'prompt is' if over == 1 else 'prompts are'} over max_seq_len with "
+                  "every in-context example dropped (\"over_limit\": true)")
     return 0
