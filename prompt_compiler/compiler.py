@@ -254,15 +254,25 @@ class Compiler:
     def iter_records(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                      options: Mapping[str, Any] | None = None,
                      reply: Callable[[Any], str] | None = None,
-                     lean: bool = False) -> Iterator[Record]:
+                     lean: bool = False, spans: bool = False) -> Iterator[Record]:
         """Stream the records of one dataset x model (see :meth:`compile`).
 
+        ``spans=True`` sets each record's :attr:`Record.spans` (see :mod:`.spans`).
         ``lean=True`` (what the CLI writes) streams records built through a compiled
         :mod:`~prompt_compiler.plan` where one applies: the same prompts, ids and labels, but
         no ``intermediate``, and ``token_len`` only where ``max_seq_len`` needs the count.
         """
         job, kind, params = self.job(dataset, model, options, lean=lean)
-        yield from self._records(job, kind, params, reply, lean=lean)[2]
+        if not spans:
+            yield from self._records(job, kind, params, reply, lean=lean)[2]
+            return
+        # Span provenance re-renders each record through the generic path (prompt_compiler.spans).
+        from .emit import record_json
+        from .spans import add_spans
+
+        _, labels, records = self._records(job, kind, params, reply, lean=False)
+        yield from add_spans(job, kind, params, records, labels,
+                             lambda rec: record_json(rec)["prompt"])
 
     def _records(self, job: Job, kind: str, params: Mapping[str, Any],
                  reply: Callable[[Any], str] | None, *, lean: bool = False

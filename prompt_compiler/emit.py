@@ -6,7 +6,7 @@ Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
      "label" (ppl only), "turn" (chat only), "ice_ids",
      "dropped_ice_ids", "token_len_before", "token_len_after" (only when max_seq_len dropped
      examples or the prompt is over it), "over_limit": true (only then), "prompt",
-     "prompt_sha256"}
+     "prompt_sha256", "spans" (with --spans: see :mod:`prompt_compiler.spans`)}
 
 ``prompt`` is exactly what the model receives (a string, or a list of messages);
 ``prompt_sha256`` hashes its UTF-8 text (a string) or its canonical JSON (a list).
@@ -142,6 +142,10 @@ def record_json(rec: Record) -> dict[str, Any]:
         out["over_limit"] = True
     out["prompt"] = prompt
     out["prompt_sha256"] = digest
+    if rec.spans is not None:
+        from .spans import UNKNOWN
+
+        out["spans"] = None if rec.spans is UNKNOWN else rec.spans
     return out
 
 

@@ -20,11 +20,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Pattern", "RowValues", "fill_sequential", "fill_single_pass"]
+__all__ = ["VALUE_TAGGER", "Pattern", "RowValues", "fill_sequential", "fill_single_pass"]
+
+VALUE_TAGGER: ContextVar[Callable[[Mapping[str, Any], str, str], str] | None] = ContextVar(
+    "VALUE_TAGGER", default=None)
+"""Set only while span provenance is computed (:mod:`prompt_compiler.spans`): wraps each
+stringified value (row, column, value) so that its position in the prompt can be found."""
 
 _SLOT = re.compile(r"\{([^{}]*)\}")
 
@@ -42,7 +48,11 @@ class RowValues:
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> RowValues:
-        values = {str(k): str(v) for k, v in row.items()}
+        tag = VALUE_TAGGER.get()
+        if tag is None:
+            values = {str(k): str(v) for k, v in row.items()}
+        else:
+            values = {str(k): tag(row, str(k), str(v)) for k, v in row.items()}
         brace_free = not any(
             "{" in s or "}" in s for pair in values.items() for s in pair
         )

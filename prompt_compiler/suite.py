@@ -119,7 +119,8 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
 
 
 def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "default",
-                 compiler: Compiler | None = None, lean: bool = False) -> Iterator[Record]:
+                 compiler: Compiler | None = None, lean: bool = False,
+                 spans: bool = False) -> Iterator[Record]:
     """Stream the records of one pair; errors name the config file and key path.
 
     ``lean``: records as written to files (see :meth:`Compiler.iter_records`).
@@ -130,7 +131,7 @@ def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "defau
     try:
         dataset = attach_rows(pair.dataset, data_dir)
         records = compiler.iter_records(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                        options=pair.options, lean=lean)
+                                        options=pair.options, lean=lean, spans=spans)
         for rec in records:
             yield rec
     except PromptCompilerError as err:
@@ -169,12 +170,13 @@ class _Tally:
         return out
 
 
-def _compile_one(args: tuple[Pair, Path | None, str, Path, str]) -> tuple[int, str, int]:
+def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool]) -> tuple[int, str, int]:
     """Worker: compile one pair into the parent's staging folder."""
-    pair, data_dir, mode, staging, shown = args
+    pair, data_dir, mode, staging, shown, spans = args
     tally = _Tally()
     lines = tally(record_json(r)
-                  for r in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True))
+                  for r in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True,
+                                       spans=spans))
     count, digest = write_jsonl(staging / pair.out_name, lines, shown=f"{shown}/{pair.out_name}")
     return count, digest, tally.over_limit
 
@@ -182,7 +184,7 @@ def _compile_one(args: tuple[Pair, Path | None, str, Path, str]) -> tuple[int, s
 def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
                    mode: str = "default", only: Sequence[str] = (), jobs: int = 1,
                    progress: Callable[[int, int, Pair], None] | None = None,
-                   replace_foreign: bool = False) -> dict[str, Any]:
+                   replace_foreign: bool = False, spans: bool = False) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``out`` is replaced as a whole (see :mod:`prompt_compiler.outdir`): afterwards it
@@ -205,14 +207,14 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
     try:
         if jobs > 1 and writer is not None:
-            _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress)
+            _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress, spans)
         else:
             for i, pair in enumerate(pairs):
                 if progress:
                     progress(i, len(pairs), pair)
                 tally = _Tally()
                 lines = tally(record_json(r) for r in compile_pair(
-                    pair, data_dir=data_dir, mode=mode, lean=True))
+                    pair, data_dir=data_dir, mode=mode, lean=True, spans=spans))
                 if writer is None:
                     count, digest = _count_and_hash(lines)
                 else:
@@ -257,13 +259,13 @@ def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
 
 def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
               data_dir: Path | None, mode: str, jobs: int,
-              progress: Callable[[int, int, Pair], None] | None) -> None:
+              progress: Callable[[int, int, Pair], None] | None, spans: bool = False) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     staging = writer.staging
     with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,
                              initargs=(os.getpid(),)) as pool:
-        futures = [pool.submit(_compile_one, (p, data_dir, mode, staging, writer.shown))
+        futures = [pool.submit(_compile_one, (p, data_dir, mode, staging, writer.shown, spans))
                    for p in pairs]
         try:
             for i, (pair, fut) in enumerate(zip(pairs, futures)):

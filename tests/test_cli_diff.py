@@ -172,7 +172,9 @@ def test_usage_and_user_errors(outputs: Path) -> None:
 # -- the shared OpenCompass cases: default vs compat -------------------------------------------
 
 
-def _compile_all(root: Path, cases: list[dict[str, Any]], abbrs: dict[str, str], mode: str) -> Path:
+def _compile_all(
+    root: Path, cases: list[dict[str, Any]], abbrs: dict[str, str], mode: str, extra: list[str] = ()
+) -> Path:
     """Compile every case (grouped by identical model) and merge the outputs into one folder."""
     base = root / mode
     written = [O.write_case(base, c, abbrs[c["id"]]) for c in cases]
@@ -184,7 +186,7 @@ def _compile_all(root: Path, cases: list[dict[str, Any]], abbrs: dict[str, str],
         out = base / f"out{n}"
         code, err = _run_cli(
             [str(w.eval_file) for w in ws]
-            + ["--mode", mode, "--data-dir", str(base / "data"), "-o", str(out)]
+            + ["--mode", mode, "--data-dir", str(base / "data"), "-o", str(out), *extra]
         )
         assert code == 0, err
         for f in out.glob("*/*.jsonl"):

@@ -61,6 +61,8 @@ class Record:
     extra: Mapping[str, Any] = field(default_factory=dict)
     token_len_full: int | None = None
     over_limit: bool = False
+    spans: Any = None
+    """Span provenance when asked for (:mod:`prompt_compiler.spans`); ``None`` otherwise."""
 
 
 @dataclass

@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="compile and validate everything, write nothing; also print lint findings")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="compile N pairs in parallel")
     p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
+    p.add_argument("--spans", action="store_true",
+                   help="add to every record where each part of its prompt came from (spans)")
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
@@ -167,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
         out = None if args.check else (args.out or Path("out"))
         manifest = S.compile_to_dir(loaded, out, data_dir=args.data_dir, mode=mode, only=args.only,
                                     jobs=args.jobs, progress=progress,
-                                    replace_foreign=args.overwrite_foreign)
+                                    replace_foreign=args.overwrite_foreign, spans=args.spans)
         if args.check:
             from ..lint import lint_suite
 

@@ -1,0 +1,298 @@
+"""Span provenance: which part of a compiled prompt came from where (``--spans``).
+
+A record's ``spans`` are ``[start, end, origin]`` triples covering its text prompt (for a
+message list: one such list per message, covering its content) without gaps, in order.
+``origin`` is one of::
+
+    {"kind": "template"}                     literal text of the dataset's templates
+    {"kind": "meta"}                         the model's meta/chat template: role markers,
+                                             special tokens
+    {"kind": "column", "column": NAME, "split": "train"|"test", "row": ID}
+                                             a dataset value, as inserted
+    {"kind": "separator"}                    the retriever's example separator and end token
+
+How: spans are computed only when asked, after the record itself was built as usual (its
+in-context ids already decided by ``max_seq_len`` on the untagged text). The record is built
+again through the same generic path with its ids fixed, but with row values, meta template
+strings and separators wrapped in private-use sentinel characters; stripping the sentinels
+then gives each character's origin. The stripped text must equal the record's prompt; where
+it does not (text that already holds the sentinels, a compat-mode re-fill that a sentinel
+would split), ``spans`` is ``null`` rather than a guess. A value re-filled inside another
+value (compat mode, defect D1) belongs to the outer value, which is then the value *as
+inserted*. Jinja2 (``engine: jinja2``) templates see untagged values: their output counts as
+template text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from . import fill
+from .assemble.base import Job, Record
+
+__all__ = ["UNKNOWN", "add_spans", "strip_tags"]
+
+OPEN, CLOSE = "\ue000", "\ue001"
+_CODE = 0xF0000  # origin k is written chr(_CODE + k), right after OPEN
+TEMPLATE: dict[str, Any] = {"kind": "template"}
+META: dict[str, Any] = {"kind": "meta"}
+SEPARATOR: dict[str, Any] = {"kind": "separator"}
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+"""``Record.spans`` when provenance could not be established (written as ``null``)."""
+
+
+class Tags:
+    """The origins of one compile, each wrapped text naming its origin by number."""
+
+    def __init__(self) -> None:
+        self.origins: list[dict[str, Any]] = []
+        self._index: dict[str, int] = {}
+
+    def wrap(self, origin: dict[str, Any], text: str) -> str:
+        if not text:
+            return text
+        key = json.dumps(origin, sort_keys=True)
+        k = self._index.get(key)
+        if k is None:
+            k = self._index[key] = len(self.origins)
+            self.origins.append(origin)
+        return f"{OPEN}{chr(_CODE + k)}{text}{CLOSE}"
+
+
+def strip_tags(text: str, tags: Tags, default: dict[str, Any]) -> tuple[str, list[list[Any]]]:
+    """The text without sentinels, and its spans.
+
+    A character's origin is the outermost enclosing non-template origin (a value re-filled
+    inside another value belongs to the outer one), else ``template`` if any template
+    wrapper encloses it, else ``default``.
+    """
+    out: list[str] = []
+    spans: list[list[Any]] = []
+    stack: list[dict[str, Any]] = []
+    pos = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == OPEN and i + 1 < n:
+            stack.append(tags.origins[ord(text[i + 1]) - _CODE])
+            i += 2
+            continue
+        if ch == CLOSE:
+            if not stack:
+                raise ValueError("unbalanced span sentinel")
+            stack.pop()
+            i += 1
+            continue
+        j = i
+        while j < n and text[j] not in (OPEN, CLOSE):
+            j += 1
+        origin = next((o for o in stack if o["kind"] != "template"),
+                      TEMPLATE if stack else default)
+        piece = text[i:j]
+        out.append(piece)
+        if spans and spans[-1][2] is origin:
+            spans[-1][1] += len(piece)
+        else:
+            spans.append([pos, pos + len(piece), origin])
+        pos += len(piece)
+        i = j
+    if stack:
+        raise ValueError("unbalanced span sentinel")
+    return "".join(out), spans
+
+
+# -- building the tagged twin of a job ------------------------------------------------------
+
+
+class _Origin(dict):  # type: ignore[type-arg]
+    """A row that knows its split and index (train rows reach the templates as they are)."""
+
+    origin: tuple[str, int] = ("test", 0)
+
+
+def _tag_meta(value: Any, tags: Tags, key: str = "") -> Any:
+    """The meta template with its text (role begin/end, literal strings) tagged ``meta``."""
+    if isinstance(value, str):
+        return tags.wrap(META, value) if key in ("", "begin", "end", "prompt") else value
+    if isinstance(value, Mapping):
+        return {k: _tag_meta(v, tags, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tag_meta(v, tags, "") for v in value]
+    return value
+
+
+def _tag_chat_row(row: Mapping[str, Any], index: int, tags: Tags) -> dict[str, Any]:
+    """A chat row with its text values tagged (ChatInferencer reads values directly)."""
+
+    def origin(col: str) -> dict[str, Any]:
+        return {"kind": "column", "column": col, "split": "test", "row": index}
+
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, str):
+            out[k] = tags.wrap(origin(str(k)), v)
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            out[k] = [tags.wrap(origin(str(k)), x) for x in v]
+        elif isinstance(v, list) and all(isinstance(x, dict) for x in v):
+            out[k] = [{**m, "content": tags.wrap(origin(str(k)), m["content"])}
+                      if isinstance(m.get("content"), str) else m for m in v]
+        else:
+            out[k] = v
+    return out
+
+
+class _WrapContent:
+    """A chat template (or prompter) whose messages' contents are marked as template text,
+    so that the text it adds around them counts as ``meta``."""
+
+    def __init__(self, inner: Any, tags: Tags) -> None:
+        self.inner, self.tags = inner, tags
+
+    def render(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
+        wrapped = [{**m, "content": self.tags.wrap(TEMPLATE, m["content"])}
+                   if isinstance(m.get("content"), str) else m for m in messages]
+        return self.inner.render(wrapped, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _tagged_job(job: Job, kind: str, tags: Tags) -> Job:
+    from .render.meta import MetaTemplate
+
+    model = job.model
+    meta = None
+    if model.meta is not None:
+        meta = MetaTemplate.parse(_tag_meta(dict(model.meta.raw), tags),
+                                  where="meta_template", lm=model.parser == "lm")
+    changes: dict[str, Any] = {"meta": meta, "max_seq_len": None}
+    if model.chat_template is not None:
+        changes["chat_template"] = _WrapContent(model.chat_template, tags)
+    tagged_model = dataclasses.replace(model, **changes)
+    retriever = job.retriever
+    try:
+        retriever = dataclasses.replace(
+            retriever,  # type: ignore[type-var]
+            ice_separator=tags.wrap(SEPARATOR, retriever.ice_separator),
+            ice_eos_token=tags.wrap(SEPARATOR, retriever.ice_eos_token))
+    except TypeError:  # a plugin retriever that is not a dataclass: separators untagged
+        pass
+    train = []
+    for i, row in enumerate(job.rows.train):
+        r = _Origin(row)
+        r.origin = ("train", i)
+        train.append(r)
+    test = job.rows.test
+    if kind == "chat":
+        test = tuple(_tag_chat_row(r, i, tags) for i, r in enumerate(test))
+    rows = dataclasses.replace(job.rows, train=tuple(train), test=tuple(test))
+    return dataclasses.replace(job, rows=rows, retriever=retriever, model=tagged_model,
+                               token_lens=False, _ice_cache={}, _token_cache={})
+
+
+@contextlib.contextmanager
+def _tagging(job: Job, tags: Tags) -> Iterator[None]:
+    """Row values filled into templates come out wrapped in their column origin."""
+
+    def tag(row: Mapping[str, Any], column: str, value: str) -> str:
+        split, rid = getattr(row, "origin", None) or ("test", job.row)
+        return tags.wrap({"kind": "column", "column": column, "split": split, "row": rid}, value)
+
+    token = fill.VALUE_TAGGER.set(tag)
+    try:
+        yield
+    finally:
+        fill.VALUE_TAGGER.reset(token)
+
+
+# -- spans of records -----------------------------------------------------------------------
+
+
+def _copied(spans: list[list[Any]]) -> list[list[Any]]:
+    """Each span with its own origin dict (records must not share mutable state)."""
+    return [[a, b, dict(o)] for a, b, o in spans]
+
+
+def _spans_of(tagged: Any, plain: Any, tags: Tags, default: dict[str, Any]) -> Any:
+    """Spans of one written prompt, given its tagged twin (UNKNOWN when they disagree)."""
+    try:
+        if isinstance(plain, str) and isinstance(tagged, str):
+            text, spans = strip_tags(tagged, tags, default)
+            return _copied(spans) if text == plain else UNKNOWN
+        if isinstance(plain, list) and isinstance(tagged, list) and len(plain) == len(tagged):
+            out: list[list[list[Any]] | None] = []
+            for p, t in zip(plain, tagged, strict=True):
+                key = "content" if isinstance(p, dict) and "content" in p else "prompt"
+                pc = p.get(key) if isinstance(p, dict) else p
+                tc = t.get(key) if isinstance(t, dict) else t
+                if not isinstance(pc, str) or not isinstance(tc, str):
+                    out.append(None)
+                    continue
+                text, spans = strip_tags(tc, tags, TEMPLATE)
+                if text != pc:
+                    return UNKNOWN
+                out.append(_copied(spans))
+            return out
+    except (ValueError, IndexError):
+        pass
+    return UNKNOWN
+
+
+def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[Record],
+              labels: Sequence[Any] | None, written: Callable[[Record], Any]) -> Iterator[Record]:
+    """``records`` with :attr:`Record.spans` set (``written(rec)`` is the prompt as written)."""
+    from .assemble.gen import gen_record
+    from .assemble.ppl import ppl_row_records
+
+    tags = Tags()
+    tjob = _tagged_job(job, kind, tags)
+    policy = job.policy
+    # deliver() output (chat template text, prompter) is the model's own text outside the
+    # messages; everything else starts as dataset template text
+    default = META if (job.model.chat_template is not None or job.model.prompter is not None) \
+        else TEMPLATE
+    chat_twins: Iterator[Record] | None = None
+    ppl_row: tuple[Any, list[Record]] | None = None
+    if kind == "chat":
+        from .assemble.chat import chat_records
+
+        chat_twins = chat_records(tjob, infer_mode=params.get("infer_mode", "last"))
+    for rec in records:  # built untagged, outside the tagging context
+        twin: Record | None = None
+        try:
+            with _tagging(tjob, tags):
+                if kind == "gen":
+                    twin = gen_record(tjob, rec.index, rec.ice_ids,
+                                      params.get("gen_field_replace_token", ""))
+                elif kind == "ppl" and labels is not None and rec.extra == {}:
+                    key = (rec.index, rec.ice_ids)  # compat (D5): ids may differ by label
+                    if ppl_row is None or ppl_row[0] != key:
+                        ppl_row = (key, ppl_row_records(tjob, rec.index, rec.ice_ids, labels))
+                    twin = next((r for r in ppl_row[1] if r.label == rec.label
+                                 and type(r.label) is type(rec.label)), None)
+                elif kind == "clp":
+                    tjob.row = rec.index
+                    prompt = tjob.gen_prompt(rec.index, tjob.build_ice(rec.ice_ids))
+                    if len(rec.ice_ids) == len(rec.retrieved_ids) or policy.fixes("D9"):
+                        prompt = tjob.model.render(prompt, "gen", policy)
+                    twin = dataclasses.replace(rec, prompt=prompt)
+                elif kind == "chat" and chat_twins is not None:
+                    twin = next(chat_twins, None)
+        except Exception:  # noqa: BLE001 - provenance is best effort; the record stands
+            twin = None
+        spans = UNKNOWN
+        if twin is not None:
+            spans = _spans_of(written(twin), written(rec), tags, default)
+        yield dataclasses.replace(rec, spans=spans)

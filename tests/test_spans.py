@@ -1,0 +1,159 @@
+"""``--spans``: span provenance of every record, through the CLI.
+
+By hand on ``tests/data/view/suite.yaml``; then on every record of the shared OpenCompass
+cases in both modes: the spans tile the prompt (or each message's content) in order without
+gaps, and a column span's text is that row's value as inserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _ocdir as O  # noqa: E402
+from test_cli_diff import _compile_all  # noqa: E402
+from test_opencompass_dir import _selected  # noqa: E402
+
+from prompt_compiler.reader import ReaderConfig, prepare_rows  # noqa: E402
+
+SUITE = Path(__file__).resolve().parent / "data" / "view" / "suite.yaml"
+T = {"kind": "template"}
+M = {"kind": "meta"}
+S = {"kind": "separator"}
+
+
+def col(name: str, split: str, row: int) -> dict[str, Any]:
+    return {"kind": "column", "column": name, "split": split, "row": row}
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_spans_by_hand(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "prompt_compiler", str(SUITE), "-o", "out", "--spans"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    qa = lines(tmp_path / "out/chatml/qa.jsonl")[0]
+    assert qa["prompt"] == "Q: 1+1?\nA: 2\n\nQ: Is <b> & </b> markup?\nA:"
+    assert qa["spans"] == [
+        [0, 3, T],
+        [3, 7, col("q", "train", 0)],
+        [7, 11, T],
+        [11, 12, col("a", "train", 0)],
+        [12, 13, T],
+        [13, 14, S],
+        [14, 17, T],
+        [17, 38, col("q", "test", 0)],
+        [38, 41, T],
+    ]
+    yes = lines(tmp_path / "out/chatml/yesno.jsonl")[0]
+    assert yes["prompt"] == (
+        "<|im_start|>user\nSnow is cold.<|im_end|>\n<|im_start|>assistant\nAnswer: yes<|im_end|>\n"
+    )
+    assert yes["spans"] == [
+        [0, 17, M],
+        [17, 30, col("s", "test", 0)],
+        [30, 63, M],
+        [63, 74, T],
+        [74, 85, M],
+    ]
+    api = lines(tmp_path / "out/api/yesno.jsonl")[3]
+    assert api["prompt"] == [
+        {"role": "HUMAN", "prompt": "Fire is cold."},
+        {"role": "BOT", "prompt": "Answer: no"},
+    ]
+    assert api["spans"] == [[[0, 13, col("s", "test", 1)]], [[0, 10, T]]]
+    # without the flag, no spans
+    proc = subprocess.run(
+        [sys.executable, "-m", "prompt_compiler", str(SUITE), "-o", "plain"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert "spans" not in lines(tmp_path / "plain/chatml/qa.jsonl")[0]
+    assert lines(tmp_path / "plain/chatml/qa.jsonl")[0]["prompt"] == qa["prompt"]
+
+
+def _check_tiling(text: str, spans: list[Any], where: str) -> None:
+    assert isinstance(spans, list), where
+    pos = 0
+    for start, end, origin in spans:
+        assert start == pos and end > start, (where, spans)
+        assert origin["kind"] in ("template", "meta", "column", "separator"), where
+        pos = end
+    assert pos == len(text), (where, pos, len(text))
+
+
+def _check_columns(
+    text: str, spans: list[Any], rows: Any, case: dict[str, Any], mode: str, where: str
+) -> int:
+    """Column spans hold that row's value as inserted; returns how many were checked."""
+    infer = case["dataset"]["infer_cfg"]
+    token = infer["inferencer"].get("gen_field_replace_token", "")
+    output = case["dataset"]["reader_cfg"].get("output_column")
+    n = 0
+    for start, end, origin in spans:
+        if origin["kind"] != "column":
+            continue
+        row = (rows.train if origin["split"] == "train" else rows.test)[origin["row"]]
+        value = row[origin["column"]]
+        got = text[start:end]
+        options = {str(value)}
+        if isinstance(value, list):  # a chat column: one message per element
+            options |= {str(v) for v in value}
+            options |= {m.get("content") for m in value if isinstance(m, dict)}
+        if origin["column"] == output and origin["split"] == "test":
+            options.add(token)  # the answer masked in gen prompts
+        if mode == "compat" and "{" in str(value):
+            continue  # re-filled inside (defect D1): the value as compat inserted it
+        assert got in options, (where, origin, got, value)
+        n += 1
+    return n
+
+
+def test_spans_hold_on_the_shared_cases(shared_dir: Path, tmp_path: Path) -> None:
+    checked = records = 0
+    for mode in ("default", "compat"):
+        cases = [c for c, _ in _selected(mode)]
+        abbrs = O.unique_abbrs(cases)
+        out = _compile_all(tmp_path, cases, abbrs, mode, extra=["--spans"])
+        for case in cases:
+            ds = case["dataset"]
+            rows = prepare_rows(
+                abbrs[case["id"]],
+                ReaderConfig.from_dict(ds["reader_cfg"]),
+                splits=ds.get("splits"),
+                rows=ds.get("rows"),
+            )
+            model = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in case["model"]["name"])
+            name = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in abbrs[case["id"]])
+            for rec in lines(out / model / f"{name}.jsonl"):
+                records += 1
+                mark = rec.get("label", rec.get("turn"))
+                where = f"{mode} {case['id']} row {rec['index']} {mark}"
+                prompt, spans = rec["prompt"], rec["spans"]
+                assert spans is not None, where
+                if isinstance(prompt, str):
+                    _check_tiling(prompt, spans, where)
+                    checked += _check_columns(prompt, spans, rows, case, mode, where)
+                    continue
+                assert len(spans) == len(prompt), where
+                for k, (msg, msg_spans) in enumerate(zip(prompt, spans, strict=True)):
+                    body = msg.get("content", msg.get("prompt")) if isinstance(msg, dict) else msg
+                    if not isinstance(body, str):
+                        assert msg_spans is None, where
+                        continue
+                    _check_tiling(body, msg_spans, f"{where} message {k}")
+                    checked += _check_columns(body, msg_spans, rows, case, mode, where)
+    assert records > 2000 and checked > 2000, (records, checked)
