@@ -1,0 +1,85 @@
+"""``compile-prompts check-template MODEL --chat-template PATH``: meta template vs chat template.
+
+    compile-prompts check-template MODEL --chat-template PATH [--strip-bos] [--json]
+
+MODEL is a built-in template name (``compile-prompts models``) or a model config file; PATH a
+``.jinja`` file, a ``tokenizer_config.json`` or a model folder. Exit status: 0 when every probe
+agrees, 1 when one differs (or on a user error), 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..errors import ConfigError, PromptCompilerError
+
+__all__ = ["run"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="compile-prompts check-template",
+        description="Render fixed probe conversations through a model's meta template and "
+                    "through a chat template; report per probe identical or the first difference.")
+    p.add_argument("model", metavar="MODEL", help="a built-in template name or a model config file")
+    p.add_argument("--chat-template", required=True, metavar="PATH",
+                   help="a .jinja file, a tokenizer_config.json or a model folder")
+    p.add_argument("--strip-bos", action="store_true",
+                   help="ignore a leading bos_token printed by the chat template (meta templates "
+                        "leave BOS to the tokenizer)")
+    p.add_argument("--json", action="store_true", help="print the results as a JSON list")
+    return p
+
+
+def _model(name: str) -> object:
+    from ..compiler import Compiler
+    from ..suite import model_from_name
+
+    models = model_from_name(name)
+    if len(models) != 1:
+        raise ConfigError(f"the config defines {len(models)} models ("
+                          f"{', '.join(m.abbr for m in models)}); check-template takes one",
+                          config_path=name)
+    cfg = models[0]
+    try:
+        return Compiler().model({**cfg.spec, "abbr": cfg.abbr})
+    except PromptCompilerError as err:
+        raise err.located(config_path=cfg.config_path, model=cfg.abbr) from None
+
+
+def run(argv: list[str]) -> int:
+    """Check a meta template against a chat template."""
+    args = _parser().parse_args(argv)
+    from ..chat_template import ChatTemplate
+    from ..check_template import check_template
+
+    try:
+        model = _model(args.model)
+        if not os.path.exists(args.chat_template):
+            raise ConfigError("no such file or folder", config_path=args.chat_template,
+                              key_path="--chat-template")
+        template = ChatTemplate.load(os.fspath(args.chat_template))
+        results = check_template(model, template, strip_bos=args.strip_bos)
+    except PromptCompilerError as err:
+        print(f"compile-prompts: error: {err}", file=sys.stderr)
+        return 1
+    differ = sum(1 for r in results if not r.agrees)
+    if args.json:
+        sys.stdout.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=1)
+                         + "\n")
+    else:
+        for r in results:
+            label = f"{r.probe}, {'with' if r.generation_prompt else 'without'} generation prompt"
+            if r.status == "identical":
+                sys.stdout.write(f"{label}: identical\n")
+            elif r.status == "rejected":
+                sys.stdout.write(f"{label}: not compared, the chat template rejects it: {r.note}\n")
+            else:
+                meta, chat = r.excerpts()
+                sys.stdout.write(f"{label}: differ at character {r.position} (byte {r.byte})\n"
+                                 f"  meta template: {meta!r}\n  chat template: {chat!r}\n")
+        sys.stdout.write(f"{len(results)} probes: {len(results) - differ} agree, {differ} differ\n")
+    return 1 if differ else 0
