@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = ["UNKNOWN", "add_spans", "strip_tags"]
 
 OPEN, CLOSE = "\ue000", "\ue001"
 _CODE = 0xF0000  # origin k is written chr(_CODE + k), right after OPEN
+_SENTINEL = re.compile(f"[{OPEN}{CLOSE}]")
 TEMPLATE: dict[str, Any] = {"kind": "template"}
 META: dict[str, Any] = {"kind": "meta"}
 SEPARATOR: dict[str, Any] = {"kind": "separator"}
@@ -80,34 +82,37 @@ def strip_tags(text: str, tags: Tags, default: dict[str, Any]) -> tuple[str, lis
     out: list[str] = []
     spans: list[list[Any]] = []
     stack: list[dict[str, Any]] = []
-    pos = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == OPEN and i + 1 < n:
-            stack.append(tags.origins[ord(text[i + 1]) - _CODE])
-            i += 2
-            continue
-        if ch == CLOSE:
-            if not stack:
-                raise ValueError("unbalanced span sentinel")
-            stack.pop()
-            i += 1
-            continue
-        j = i
-        while j < n and text[j] not in (OPEN, CLOSE):
-            j += 1
+    pos = 0  # in the stripped text
+    i = 0  # in ``text``
+
+    def emit(piece: str) -> None:
+        nonlocal pos
+        if not piece:
+            return
         origin = next((o for o in stack if o["kind"] != "template"),
                       TEMPLATE if stack else default)
-        piece = text[i:j]
         out.append(piece)
         if spans and spans[-1][2] is origin:
             spans[-1][1] += len(piece)
         else:
             spans.append([pos, pos + len(piece), origin])
         pos += len(piece)
-        i = j
+
+    for m in _SENTINEL.finditer(text):
+        if m.start() < i:
+            continue  # the code character after an OPEN
+        emit(text[i:m.start()])
+        if m.group() == OPEN:
+            if m.end() >= len(text):
+                raise ValueError("unbalanced span sentinel")
+            stack.append(tags.origins[ord(text[m.end()]) - _CODE])
+            i = m.end() + 1
+        else:
+            if not stack:
+                raise ValueError("unbalanced span sentinel")
+            stack.pop()
+            i = m.end()
+    emit(text[i:])
     if stack:
         raise ValueError("unbalanced span sentinel")
     return "".join(out), spans

@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _ocdir as O  # noqa: E402
 from test_cli_diff import _compile_all  # noqa: E402
@@ -157,3 +160,61 @@ def test_spans_hold_on_the_shared_cases(shared_dir: Path, tmp_path: Path) -> Non
                     _check_tiling(body, msg_spans, f"{where} message {k}")
                     checked += _check_columns(body, msg_spans, rows, case, mode, where)
     assert records > 2000 and checked > 2000, (records, checked)
+
+
+def test_sentinel_text_in_data_gives_null_spans() -> None:
+    """A value that already holds the private-use sentinels cannot be traced: null, not a guess."""
+    import prompt_compiler as pc
+    from prompt_compiler.emit import record_json
+
+    ds = {
+        "abbr": "d",
+        "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
+        "infer_cfg": {
+            "prompt_template": {"type": "PromptTemplate", "template": "Q: {q}"},
+            "retriever": {"type": "ZeroRetriever"},
+            "inferencer": {"type": "GenInferencer"},
+        },
+        "rows": [{"q": "plain", "a": "x"}, {"q": "odd \ue001 text", "a": "y"}],
+    }
+    recs = [record_json(r) for r in pc.Compiler().iter_records(ds, {"abbr": "m"}, spans=True)]
+    assert recs[0]["spans"] == [[0, 3, T], [3, 8, col("q", "test", 0)]]
+    assert recs[1]["spans"] is None
+    assert recs[1]["prompt"] == "Q: odd \ue001 text"
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["open-col", "open-meta", "open-tpl", "close", "text"]),
+            st.text(alphabet="ab\n ", min_size=1, max_size=4),
+        ),
+        max_size=20,
+    )
+)
+def test_strip_tags_tiles_the_text(ops: list[tuple[str, str]]) -> None:
+    from prompt_compiler.spans import CLOSE, Tags, strip_tags
+
+    tags = Tags()
+    origins = {"open-col": col("c", "test", 0), "open-meta": M, "open-tpl": T}
+    parts, plain, depth = [], [], 0
+    for op, text in ops:
+        if op.startswith("open"):
+            wrapped = tags.wrap(origins[op], "x")  # OPEN + code + "x" + CLOSE
+            parts.append(wrapped[:2])
+            depth += 1
+        elif op == "close" and depth:
+            parts.append(CLOSE)
+            depth -= 1
+        else:
+            parts.append(text)
+            plain.append(text)
+    parts.append(CLOSE * depth)
+    text, spans = strip_tags("".join(parts), tags, S)
+    assert text == "".join(plain)
+    pos = 0
+    for start, end, _origin in spans:
+        assert start == pos < end
+        pos = end
+    assert pos == len(text)
+    assert all(a[2] is not b[2] for a, b in zip(spans, spans[1:], strict=False))  # merged
