@@ -21,12 +21,13 @@ from .assemble.gen import gen_records
 from .assemble.ppl import ppl_records, ppl_reference_failure
 from .config.custom import circular_rows, complete_custom_dataset
 from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
-from .errors import ConfigError, PromptCompilerError, RegistryError
+from .errors import ConfigError, DataError, PromptCompilerError, RegistryError
 from .model import Model, TokenCounter, whitespace_tokens
 from .policy import Policy
 from .reader import ReaderConfig, prepare_rows
 from .retrieve import Retriever, default_retrievers
 from .template import PromptTemplate, RawPromptTemplate
+from .values import find_problem, join_path
 
 __all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning"]
 
@@ -167,6 +168,7 @@ class Compiler:
             options: Mapping[str, Any] | None = None, *, lean: bool = False
             ) -> tuple[Job, str, dict[str, Any]]:
         """Validate a dataset config and build the compile job (templates parsed once)."""
+        _check_plain(dataset, model, options)
         abbr = str(dataset.get("abbr") or "dataset")
         try:
             if dataset.get(CUSTOM_KEY):
@@ -344,3 +346,36 @@ def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:
         yield from records
     except PromptCompilerError as err:
         raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row)
+
+
+def _check_plain(dataset: Any, model: Any, options: Any) -> None:
+    """The library's door: dicts of plain values within :mod:`~prompt_compiler.values`' limits.
+
+    Rows are checked one by one so that an error names its row (and split).
+    """
+    if not isinstance(dataset, Mapping):
+        raise ConfigError(f"a dataset config must be a dict, got {type(dataset).__name__}")
+    rows = {k: dataset[k] for k in ("rows", "splits") if k in dataset}
+    for name, value in (("", {k: v for k, v in dataset.items() if k not in rows}),
+                        ("model", model), ("options", options)):
+        if isinstance(value, Model) or value is None:
+            continue
+        if name and not isinstance(value, Mapping):
+            raise ConfigError(f"{name} must be a dict, got {type(value).__name__}", key_path=name)
+        found = find_problem(value)
+        if found is not None:
+            raise ConfigError(found[1], key_path=join_path(name, found[0]) or None)
+    splits = rows.get("splits")
+    if "splits" in rows and not isinstance(splits, Mapping):
+        raise DataError(f"'splits' must map split names to lists of rows, got "
+                        f"{type(splits).__name__}", key_path="splits")
+    named = list(splits.items()) if isinstance(splits, Mapping) else []
+    if isinstance(rows.get("rows"), list):
+        named.append((None, rows["rows"]))
+    for split, items in named:
+        for index, row in enumerate(items if isinstance(items, list) else ()):
+            found = find_problem(row)
+            if found is not None:
+                where = f"split {split!r}, " if split is not None else ""
+                column = found[0].removeprefix("[").replace("]", "", 1)
+                raise DataError(f"{where}column {column}: {found[1]}", row=index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,10 +118,18 @@ class Model:
                 raise ConfigError("chat_template needs parser 'hf_chat' (messages go through the "
                                   "model's chat template)", key_path=f"{where}.chat_template",
                                   model=str(abbr))
+            if not isinstance(cfg["chat_template"], (str, os.PathLike)):
+                raise ConfigError("chat_template must be template text or a path, got "
+                                  f"{type(cfg['chat_template']).__name__}",
+                                  key_path=f"{where}.chat_template", model=str(abbr))
             try:
                 chat_template = ChatTemplate.load(cfg["chat_template"])
             except PromptCompilerError as err:
                 raise err.located(model=str(abbr), key_path=f"{where}.chat_template")
+            except OSError as exc:  # e.g. a "path" longer than the file system allows
+                raise ConfigError(f"chat_template is not template text and cannot be read as "
+                                  f"a path: {exc.strerror or exc}",
+                                  key_path=f"{where}.chat_template", model=str(abbr)) from None
         api_format = cfg.get("api_format")
         if api_format is not None:
             from .api_formats import DEFAULT_FORMATS

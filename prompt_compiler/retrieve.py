@@ -155,6 +155,11 @@ class SlidingWindowRetriever:
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
                  policy: Policy) -> list[list[int]]:
         n, k = len(train), self.k
+        if k > 2 * n:  # the first rows would reach before the start of the pool
+            raise RetrievalError(
+                f"k={k} reaches past the start of the {n}-row training split (k <= {2 * n})",
+                key_path="infer_cfg.retriever.k",
+                reference=("IndexError", "list index out of range"))
         out = []
         for i in range(len(test)):
             if i < k:

@@ -52,7 +52,8 @@ def _role_item(obj: Any) -> Item:
     if isinstance(item, RoleItem):
         for key in _ROLE_TEXT_KEYS:  # looked up by name or joined into the prompt text
             value = item.get(key)
-            if value is not None and not isinstance(value, str):
+            if item.has(key) and not isinstance(value, str) and (
+                    value is not None or key in ("begin", "end")):
                 raise TypeError(f"a role item's {key!r} must be a str, got "
                                 f"{type(value).__name__}")
     return item
@@ -105,6 +106,10 @@ class PromptTemplate:
                     f"{name} must be a str or None, got {type(tok).__name__}",
                     key_path=f"{where}.{name}", reference=("TypeError", ""),
                 )
+            if tok == "":  # it would match between every two characters
+                raise TemplateError(f"{name} must not be empty (leave it out instead)",
+                                    key_path=f"{where}.{name}",
+                                    reference=("ValueError", "empty separator"))
         self.template = template
         self.ice_token = ice_token
         self.sep_token = sep_token

@@ -17,12 +17,14 @@ JSON is kept strict where records are serialised (:mod:`prompt_compiler.emit`).
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
     "MAX_DEPTH",
+    "join_path",
     "describe_load_error",
     "find_problem",
     "int_problem",
@@ -105,6 +107,12 @@ def _find(value: Any, text: bool) -> tuple[str, str] | None:
             if why := int_problem(item):
                 return path, why
     return None
+
+
+def join_path(prefix: str, sub: str) -> str:
+    """``datasets[0]`` + ``['infer_cfg']['x'][1]`` -> ``datasets[0].infer_cfg.x[1]``."""
+    sub = re.sub(r"\['([A-Za-z_][A-Za-z0-9_]*)'\]", r".\1", sub)
+    return (prefix + sub) if prefix else sub.lstrip(".")
 
 
 def _key_repr(key: Any) -> str:

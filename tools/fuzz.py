@@ -4,12 +4,14 @@
     python tools/fuzz.py [--examples 4000] [--seed 0] [--timeout 10] [--corpus DIR] [--cli N]
 
 Each example (see ``tools/fuzz_cases.py``) is a set of config/data files written to a fresh
-folder and compiled exactly as the CLI does it (``prompt_compiler.cli.main`` with those files
-and arguments, from that folder). The rule: the run exits 0, or 1 with one line
-``compile-prompts: error: ...`` on stderr (2 for a usage error); on success every written
-record line is strict JSON (no ``NaN``/``Infinity``) in valid UTF-8. Anything else is a *crash*:
-an exception escaping ``main``, a traceback, a multi-line error, bad output. An example that
-runs longer than ``--timeout`` seconds is a *hang* (its worker process is killed and replaced).
+folder and compiled exactly as the CLI does it (the compile command,
+``prompt_compiler.cli.compile.run``, with those files and arguments, from that folder).
+The rule: the run exits 0, or 1 with one line ``compile-prompts: error: ...`` on stderr
+(2 for a usage error); on success every written record line is strict JSON (no
+``NaN``/``Infinity``) in valid UTF-8. Anything else is a *crash*: an exception escaping the
+command, a traceback, a multi-line error, bad output. An example that runs longer than
+``--timeout`` seconds is a *hang* (its worker process is killed and replaced); a worker is
+limited to ``--memory-mb`` of address space, so a memory blow-up is a crash.
 
 ``--cli N`` also runs the first N examples through the installed CLI as a real subprocess
 (``python -m prompt_compiler``): exit 0/1/2 and no ``Traceback`` on stderr.
@@ -27,6 +29,7 @@ import io
 import json
 import multiprocessing as mp
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -109,8 +112,12 @@ def check_output(out: Path) -> str:
 
 
 def run_in_process(case: Case, folder: Path) -> Outcome:
-    """Compile ``case`` in ``folder`` through ``prompt_compiler.cli.main``; judge the result."""
-    from prompt_compiler.cli import main
+    """Compile ``case`` in ``folder`` as ``compile-prompts`` does; judge the result.
+
+    The compile command's ``run`` is called directly: ``cli.main`` adds last-resort handlers
+    that turn any exception into one line, which would hide exactly what is looked for here.
+    """
+    from prompt_compiler.cli.compile import run as main
 
     write_case(case, folder)
     err, out = io.StringIO(), io.StringIO()
@@ -132,6 +139,9 @@ def run_in_process(case: Case, folder: Path) -> Outcome:
 def judge(code: int, stderr: str, out: Path) -> Outcome:
     if "Traceback" in stderr:
         return Outcome("crash", "traceback on stderr", stderr[-300:], code)
+    if "internal error, please report it" in stderr:  # the CLI's last resort caught a bug
+        return Outcome("crash", "internal error: " + stderr.split("report it: ", 1)[-1][:60],
+                       stderr[:300], code)
     if code == 0:
         problem = check_output(out)
         if problem:
@@ -151,8 +161,12 @@ def judge(code: int, stderr: str, out: Path) -> Outcome:
 # -- the worker process -----------------------------------------------------------------------
 
 
-def _worker(conn: Any, seed: int, corpus: list[Any], base: str) -> None:
-    import prompt_compiler.cli  # noqa: F401 - import once, before the first example
+def _worker(conn: Any, seed: int, corpus: list[Any], base: str, memory_mb: int) -> None:
+    import prompt_compiler.cli.compile  # noqa: F401 - import once, before the first example
+
+    if memory_mb:  # a memory blow-up becomes a MemoryError (a crash), not a machine-wide OOM
+        limit = memory_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     while True:
         index = conn.recv()
@@ -171,8 +185,8 @@ def _worker(conn: Any, seed: int, corpus: list[Any], base: str) -> None:
 class _Pool:
     """One worker process fed one example at a time, replaced when an example hangs."""
 
-    def __init__(self, seed: int, corpus: list[Any], base: str) -> None:
-        self.args = (seed, corpus, base)
+    def __init__(self, seed: int, corpus: list[Any], base: str, memory_mb: int) -> None:
+        self.args = (seed, corpus, base, memory_mb)
         self.ctx = mp.get_context("fork")
         self._start()
 
@@ -230,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=1000, help="examples to run (1000)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (0)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per example (10)")
+    parser.add_argument("--memory-mb", type=int, default=3072,
+                        help="address-space limit per worker, MiB (3072; 0: none)")
     parser.add_argument("--corpus", type=Path, default=None,
                         help="conformance cases to mutate too (default: ../shared/... if present)")
     parser.add_argument("--no-corpus", action="store_true", help="hand-written bases only")
@@ -265,7 +281,7 @@ def _replay(seed: int, corpus: list[Any], base: Path) -> int:
 
 def _run(args: argparse.Namespace, corpus: list[Any], base: str) -> int:
     start = time.monotonic()
-    pool = _Pool(args.seed, corpus, base)
+    pool = _Pool(args.seed, corpus, base, args.memory_mb)
     sites: Counter[str] = Counter()
     first: dict[str, tuple[int, str]] = {}
     exits: Counter[int | None] = Counter()

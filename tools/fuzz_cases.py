@@ -262,6 +262,71 @@ def _mutate(tree: dict[str, Any], rng: random.Random, notes: list[str]) -> None:
         notes.append(f"wrap {where}")
 
 
+# Keys users get wrong, with near-valid values worth trying on each (besides weird_value).
+NEAR_VALUES: dict[str, tuple[Any, ...]] = {
+    "seed": (-1, 0, 2**32, 2**40, 1.5, "43"),
+    "ice_num": (-1, 0, 1, 10**9, 10**30, 2.0),
+    "k": (-1, 0, 10**9),
+    "fix_id_list": ([], [-1], [0, 0], [10**9], [True], [0.0], "0,1"),
+    "max_seq_len": (-1, 0, 1, 10**18, "2048", 1.5),
+    "max_out_len": (-1, "x", None),
+    "abbr": ("", "x" * 300, "é" * 200, "../up", "a/b", "/abs", ".", "..", "con", "a\x00b",
+             "\n", " ", "-o", "*", "a b", "<|im_end|>"),
+    "role": ("HUMAN", "BOT", "SYSTEM", "", "user", ["HUMAN"], {"r": 1}, 1, None),
+    "fallback_role": ("HUMAN", "NOPE", ["HUMAN"], 0),
+    "begin": ("", "</E>", ["</E>"], [{"role": "HUMAN", "prompt": "x"}], {"role": "HUMAN"}, 0),
+    "end": ("", "</s>", ["x"], {"role": "BOT", "prompt": "{answer}"}, {"x": 1}, 0),
+    "prompt": ("", "{question}", "{answer}", "</E>", None, 1, ["x"]),
+    "generate": (True, False, "yes", None),
+    "api_role": ("HUMAN", "BOT", "SYSTEM", "", ["HUMAN"], 1),
+    "ice_token": ("</E>", "", "{question}", "Q", None, 1),
+    "sep_token": ("<SEP>", "", "</E>", 1),
+    "engine": ("jinja2", "format", "", "mako", None),
+    "template": ("{question}", "", "</E>{question}", "{{ question }}", "{% if %}",
+                 {"round": []}, {"round": "x"}, {"begin": "x"}, {0: "a", 1: "b"},
+                 {float("inf"): "a"}, {float("nan"): "a"}, {10**40: "a"}, {"": ""}, [], None),
+    "input_columns": ([], ["question", "question"], "question", [1], ["nope"], None),
+    "output_column": (None, "nope", "question", ["answer"], 1),
+    "train_split": ("test", "nope", "", None, 1),
+    "test_split": ("train", "nope", "", 1),
+    "test_range": ("[0:1]", "[:-1]", "[::0]", "[5:0]", "[", "[0:10**9]", "x", 1),
+    "train_range": ("[0:1]", "[::-1]", "bad"),
+    "infer_mode": ("last", "every", "every_with_gt", "nope", None),
+    "parser": ("lm", "api", "hf_chat", "nope", None),
+    "renderer": ("lm", "api", "hf_chat", ""),
+    "meta_template": (None, {}, {"round": []}, {"round": [{"role": "HUMAN"}]},
+                      "qwen2.5-instruct", "internlm2-chat", "nope", "../x.py", []),
+    "chat_template": ("{{ messages }}", "{% for %}", "{{ raise_exception('no') }}", "", 1,
+                      "{{ messages[0].content.__class__ }}", "x" * 1000),
+    "api_format": ("openai", "gemini", "dashscope_chat", "nope", 1),
+    "type": ("PromptTemplate", "ZeroRetriever", "GenInferencer", "PPLInferencer",
+             "CLPInferencer", "ChatInferencer", "FixKRetriever", "TopkRetriever", "Nope", "", 1),
+    "path": ("data.jsonl", "nope.jsonl", "", "/dev/null", ".", "..", "/etc/passwd", 1),
+    "rows": ([], [{}], [None], "x", [{"question": "q"}]),
+    "splits": ({}, {"train": []}, {"test": [{}]}, [], {"train": "x"}),
+    "fewshot": ("multiturn", "inline", "nope", 1),
+    "system_role": ("system", "merge", "drop", "nope", 1),
+    "template_kwargs": ({}, {"enable_thinking": True}, [], "x"),
+    "prompter": ({"type": "ChatPrompter", "instruction": "{input} {input.__class__}"},
+                 {"type": "AlpacaPrompter", "instruction": "x"}, {"type": "Nope"}, "x", 1),
+    "tokenizer": ("whitespace", "nope", 1, None),
+    "labels": ([], [0, 1], [float("inf")], None),
+}
+
+
+def _targeted(tree: dict[str, Any], rng: random.Random, notes: list[str]) -> None:
+    """Set one known key somewhere in ``tree`` (existing or added) to a near-valid value."""
+    holders = [p for p in _paths(tree) if isinstance(_get(tree, p), dict)]
+    hits = [(p, k) for p in holders for k in _get(tree, p) if k in NEAR_VALUES]
+    if hits and rng.random() < 0.8:
+        path, key = rng.choice(hits)
+    else:
+        path, key = rng.choice(holders), rng.choice(sorted(NEAR_VALUES))
+    value = rng.choice(NEAR_VALUES[key]) if rng.random() < 0.8 else weird_value(rng)
+    _get(tree, path)[key] = copy.deepcopy(value)
+    notes.append(f"near {'.'.join(map(str, (*path, key)))}")
+
+
 def _mutate_rows(dataset: dict[str, Any], rng: random.Random, notes: list[str]) -> None:
     splits = dataset.get("splits")
     if not isinstance(splits, dict):
@@ -391,7 +456,7 @@ def make_case(rng: random.Random,
     notes: list[str] = [f"base {dataset.get('abbr')} x {model.get('abbr')}"]
     tree = {"dataset": dataset, "model": model}
     for _ in range(rng.choice([0, 1, 1, 2, 3, 5])):
-        _mutate(tree, rng, notes)
+        (_targeted if rng.random() < 0.6 else _mutate)(tree, rng, notes)
     if rng.random() < 0.4:
         _mutate_rows(dataset, rng, notes) if isinstance(dataset, dict) else None
     dataset, model = tree.get("dataset"), tree.get("model")
@@ -418,4 +483,10 @@ def make_case(rng: random.Random,
         args += ["-o", "out"]
     if rng.random() < 0.1:
         args += ["--show", "2"]
+    if rng.random() < 0.05:
+        args += ["--model", rng.choice(["qwen2.5-instruct", "internlm2-chat", "nope", "cfg.yaml"])]
+    if rng.random() < 0.05:
+        args += ["--only", rng.choice(["*", "nope", "[", ""])]
+    if rng.random() < 0.05:
+        args += ["--fewshot", rng.choice(["multiturn", "inline"])]
     return Case(files, args, notes)

@@ -9,13 +9,12 @@ and the key path of the offending value.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RegistryError
-from ..values import find_problem
+from ..values import find_problem, join_path
 from .opencompass_shim import (
     API_MODELS,
     CHAT_TEMPLATE_MODELS,
@@ -301,12 +300,7 @@ def check_values(value: Any, config_path: str, key_path: str) -> None:
     found = find_problem(value)
     if found is not None:
         sub, why = found
-        raise ConfigError(f"{why}", config_path=config_path, key_path=_join_path(key_path, sub))
-
-
-def _join_path(key_path: str, sub: str) -> str:
-    """``datasets[0]`` + ``['infer_cfg']['x']`` -> ``datasets[0].infer_cfg.x``."""
-    return key_path + re.sub(r"\['([A-Za-z_][A-Za-z0-9_]*)'\]", r".\1", sub)
+        raise ConfigError(why, config_path=config_path, key_path=join_path(key_path, sub))
 
 
 def _check_renderer(value: Any, key_path: str, where: dict[str, Any]) -> Renderer:

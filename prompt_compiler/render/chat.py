@@ -101,6 +101,10 @@ def chat_to_api(chat: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | Non
     out = ApiPrompt()
     for message in chat:
         cfg = roles.get(message["role"])
+        if cfg is not None and "api_role" not in cfg:
+            raise MetaTemplateError(
+                f"role {cfg.get('role')!r} has no 'api_role' in the meta template of an API model",
+                reference=("KeyError", "'api_role'"))
         role = cfg["api_role"] if cfg is not None else message["role"]
         out.append({"role": role, "prompt": message.get("content") or ""})
     return out

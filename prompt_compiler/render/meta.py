@@ -95,14 +95,16 @@ class MetaTemplate:
         return {r["role"]: i for i, r in enumerate(self.round) if not isinstance(r, str)}
 
 
-_TEXT_FIELDS = ("begin", "end", "prompt", "api_role", "fallback_role")
+_TEXT_FIELDS = ("begin", "end", "api_role")  # when present: str (None is no text either)
+_OPTIONAL_TEXT_FIELDS = ("prompt", "fallback_role")  # str or None
 
 
 def _check_role_fields(item: Mapping[str, Any], path: str) -> None:
     """A role's text fields are strings: they are concatenated into the prompt."""
-    for k in _TEXT_FIELDS:
+    for k in (*_TEXT_FIELDS, *_OPTIONAL_TEXT_FIELDS):
         value = item.get(k)
-        if value is not None and not isinstance(value, str):
+        if k in item and not isinstance(value, str) and (value is not None
+                                                          or k in _TEXT_FIELDS):
             raise MetaTemplateError(
                 f"role {item.get('role')!r}: {k} must be a string, got {type(value).__name__}",
                 key_path=f"{path}.{k}",
