@@ -231,3 +231,16 @@ def test_without_stateless_the_draws_follow_opencompass_stream(tmp_path: Path) -
         assert cli("suite.yaml", "-o", "out", cwd=tmp_path / name).returncode == 0
     full, shard = _shots(tmp_path / "full" / "out"), _shots(tmp_path / "shard" / "out")
     assert shard == full[:10] and shard != full[5:15]
+
+
+def test_system_role_in_chat_mode(tmp_path: Path) -> None:
+    shutil.copy(DATA / "chat.yaml", tmp_path / "chat.yaml")
+    proc = cli("chat.yaml", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = prompts(tmp_path / "out", "talk")
+    assert got == {
+        "merged": "<|im_start|>user\nBe brief.\n\nHi<|im_end|>\n<|im_start|>assistant\n",
+        "hf-native": [{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": "Hi"}],
+        "hf": [{"role": "user", "content": "Be brief.\nHi"}],  # OpenCompass: SYSTEM as HUMAN
+    }

@@ -137,10 +137,15 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
         counter = index
         for turn, pos in enumerate(turns):
             history = chat[:pos]
+            shown = history
+            if model.system_role is not None:  # the model's system-role policy, as in render
+                from ..system_role import apply_system_role
+
+                shown = apply_system_role(history, model.system_role, model=model.abbr)
             if model.parser == "lm":
-                rendered: Any = chat_to_lm(history, meta)
+                rendered: Any = chat_to_lm(shown, meta)
             else:
-                rendered = chat_to_api(history, meta)
+                rendered = chat_to_api(shown, meta)
             messages = model.chat_messages(rendered, job.policy)
             if infer_mode == "every":
                 chat[pos]["content"] = answer(rendered)
