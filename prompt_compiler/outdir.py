@@ -134,16 +134,32 @@ def _hook(point: str) -> None:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP back (they arrive afterwards) while the folders swap."""
-    sigs = {signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])}
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    """Hold SIGINT/SIGTERM/SIGHUP back while the folders swap; they take effect afterwards.
+
+    In the main thread the Python handlers are swapped for one that only records the
+    signal (this also catches a signal whose handler was already due but had not run yet);
+    the signals are blocked at the OS level too. Afterwards the first one is raised again.
+    """
+    sigs = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    pending: list[int] = []
+    old: dict[int, Any] = {}
+    try:
+        for sig in sigs:
+            old[sig] = signal.signal(sig, lambda signum, frame: pending.append(signum))
+    except ValueError:  # not the main thread: the OS-level block below still holds them
+        pass
+    mask = (signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+            if hasattr(signal, "pthread_sigmask") else None)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for sig, handler in old.items():
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(sig, handler)
+        if pending:
+            signal.raise_signal(pending[0])
 
 
 def _remove(path: Path) -> None:
