@@ -98,7 +98,7 @@ def unmark(shown: str) -> str:
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("view")
-    proc = cli(SUITE, "-o", "out", cwd=root)
+    proc = cli(SUITE, "-o", "out", "--spans", cwd=root)
     assert proc.returncode == 0, proc.stderr
     return root
 
@@ -140,16 +140,22 @@ def test_chromium_renders_every_prompt(compiled: Path) -> None:
     # hand-checked pieces: special tokens highlighted, markup escaped, whitespace visible
     assert '<span class="tok">&lt;|im_start|&gt;</span>' in dom
     assert (
-        'Q: tab<span class="ws">→</span>here, trailing space<span class="ws">·</span>'
+        '<span class="o-test" title="column q (test row 1)">tab<span class="ws">→</span>here, '
+        'trailing space<span class="ws">·</span></span><span class="o-template" title="template">'
         '<span class="ws">↵</span>\nA:'
     ) in dom
     assert (
-        'Q: Is <span class="tok">&lt;b&gt;</span> &amp; <span class="tok">&lt;/b&gt;</span>' in dom
-    )
+        '<span class="o-test" title="column q (test row 0)">Is <span class="tok">&lt;b&gt;</span> '
+        '&amp; <span class="tok">&lt;/b&gt;</span> markup?</span>'
+    ) in dom
     # index: datasets x models with counts; links between the same item across models
     assert re.search(r'<th class="ds">qa</th><td><a href="#i[0-9a-f]+">3</a>', dom)
     item = next(i for i in parser.items if "What is 2+2?" in "".join(i["text"]))
     assert "same item for:" in "".join(item["text"])
+    # coloured by origin (--spans): a test value, an in-context example value, meta text
+    assert '<span class="o-test" title="column q (test row 2)">What is 2+2?</span>' in dom
+    assert '<span class="o-train" title="column q (train row 0)">1+1?</span>' in dom
+    assert '<span class="o-meta" title="meta"><span class="tok">&lt;|im_start|&gt;</span>' in dom
     # api messages show their roles
     assert '<div class="msg role-HUMAN"><div class="role">HUMAN</div>' in dom
 

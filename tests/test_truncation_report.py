@@ -96,3 +96,12 @@ def test_check_mode_summary_counts_over_limit(tmp_path: Path) -> None:
         "limited/qa.jsonl": 1,
         "limited/yn.jsonl": 0,
     }
+
+
+def test_html_report_shows_the_truncation(tmp_path: Path) -> None:
+    assert run(SUITE, "-o", "out", cwd=tmp_path).returncode == 0
+    assert run("view", "out", "-o", "r.html", cwd=tmp_path).returncode == 0
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert '2</a> <span class="note">(1 over limit)</span>' in page
+    assert "dropped by max_seq_len: [0, 1, 2]; over max_seq_len" in page
+    assert "dropped by max_seq_len: [2]<" in page
