@@ -17,6 +17,7 @@ import hashlib
 import html
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -178,15 +179,34 @@ def _page(title: str, body: Iterable[str], legend: bool) -> str:
     )
 
 
-def _pairs(root: Path) -> list[tuple[str, str, list[dict[str, Any]]]]:
-    """(model, dataset, records) per record file, in file order."""
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """One record file as the report needs it: its first records, counted in full."""
+
+    model: str
+    dataset: str
+    shown: list[dict[str, Any]]
+    total: int
+    over_limit: int
+
+
+def _pairs(root: Path, max_items: int) -> list[_Pair]:
+    """Per record file, streamed: only the first ``max_items`` records are kept (0: all)."""
     out = []
     for f in record_files(root):
-        recs = list(read_records(f.path))
+        shown: list[dict[str, Any]] = []
+        total = over = 0
+        first: dict[str, Any] | None = None
+        for rec in read_records(f.path):
+            first = first or rec
+            total += 1
+            over += bool(rec.get("over_limit"))
+            if max_items <= 0 or len(shown) < max_items:
+                shown.append(rec)
         parts = f.rel.removesuffix(".jsonl").split("/")
-        model = str(recs[0].get("model")) if recs else parts[0]
-        dataset = str(recs[0].get("dataset")) if recs else parts[-1]
-        out.append((model, dataset, recs))
+        model = str(first.get("model")) if first else parts[0]
+        dataset = str(first.get("dataset")) if first else parts[-1]
+        out.append(_Pair(model, dataset, shown, total, over))
     return out
 
 
@@ -203,24 +223,25 @@ def _index(models: list[str], datasets: list[str], cells: dict[tuple[str, str], 
 def report(root: Path, *, max_items: int = 200, title: str | None = None) -> str:
     """The report of one output folder (or record file): an index of datasets x models with
     record counts, then per pair its first ``max_items`` prompts (0: all)."""
-    pairs = _pairs(root)
-    models = sorted({m for m, _, _ in pairs})
-    datasets = sorted({d for _, d, _ in pairs})
-    present = {(m, d, item_key(r)) for m, d, recs in pairs for r in recs}
+    pairs = _pairs(root, max_items)
+    models = sorted({p.model for p in pairs})
+    datasets = sorted({p.dataset for p in pairs})
+    # links only to items that are on the page
+    present = {(p.model, p.dataset, item_key(r)) for p in pairs for r in p.shown}
     manifest = _manifest(root)
     cells = {}
     body = []
-    for model, dataset, recs in sorted(pairs, key=lambda p: (p[1], p[0])):
+    for pair in sorted(pairs, key=lambda p: (p.dataset, p.model)):
+        model, dataset, shown = pair.model, pair.dataset, pair.shown
         pid = _anchor(model, dataset)
-        over = sum(1 for r in recs if r.get("over_limit"))
-        cells[(model, dataset)] = f'<a href="#{pid}">{len(recs)}</a>' + (
+        over = pair.over_limit
+        cells[(model, dataset)] = f'<a href="#{pid}">{pair.total}</a>' + (
             f' <span class="note">({over} over limit)</span>' if over else ""
         )
-        shown = recs if max_items <= 0 else recs[:max_items]
         body.append(
             f'<section id="{pid}"><h2>{_esc(dataset)} × {_esc(model)}</h2>'
-            f'<p class="meta">{len(recs)} prompts'
-            + (f", showing the first {len(shown)} (--max-items)" if len(shown) < len(recs) else "")
+            f'<p class="meta">{pair.total} prompts'
+            + (f", showing the first {len(shown)} (--max-items)" if len(shown) < pair.total else "")
             + "</p>"
         )
         for rec in shown:
@@ -249,7 +270,7 @@ def report(root: Path, *, max_items: int = 200, title: str | None = None) -> str
         body.append("</section>")
     mode = f" ({manifest['mode']} mode)" if isinstance(manifest.get("mode"), str) else ""
     intro = (
-        f'<p class="meta">{sum(len(r) for _, _, r in pairs)} prompts in {len(pairs)} '
+        f'<p class="meta">{sum(p.total for p in pairs)} prompts in {len(pairs)} '
         f"dataset x model pairs{_esc(mode)}.</p>"
     )
     return _page(
