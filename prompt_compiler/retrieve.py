@@ -24,6 +24,7 @@ __all__ = [
     "RandomRetriever",
     "Retriever",
     "SlidingWindowRetriever",
+    "XiezhiRetriever",
     "ZeroRetriever",
     "default_retrievers",
     "stateless_sample",
@@ -236,14 +237,61 @@ def _builder(cls: Any, accepted: set[str], required: tuple[str, ...] = ()) -> Ca
     return build
 
 
-def _needs_embeddings(name: str) -> Callable[..., Any]:
-    def build(params: Mapping[str, Any], where: str) -> Retriever:
-        raise UnsupportedError(
-            f"{name} ranks examples with an embedding model, which prompt_compiler does not "
-            "run; use FixK, Random, SlidingWindow or BM25, or precompute ids and use FixK",
-            key_path=where,
-        )
+def _mdl(params: Mapping[str, Any], where: str) -> Retriever:
+    raise UnsupportedError(
+        "MDLRetriever scores candidate example sets with the evaluated model itself (its "
+        "perplexity on each candidate prompt), so its choice depends on the model's outputs "
+        "and cannot be compiled without running the model",
+        key_path=where, hint="use TopkRetriever for the embedding candidates MDL starts from, "
+        "or precompute the ids and use FixKRetriever")
 
+
+@dataclass(frozen=True, slots=True)
+class XiezhiRetriever:
+    """Xiezhi's label retriever (``opencompass.datasets.XiezhiRetriever``).
+
+    Rows carry ``labels`` (most specific first); for each test row, the training rows of
+    its labels are collected label by label until ``ice_num`` are gathered, in that order.
+    """
+
+    ice_num: int = 1
+    ice_separator: str = "\n"
+    ice_eos_token: str = "\n"
+
+    def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
+                 policy: Policy) -> list[list[int]]:
+        by_label: dict[Any, list[int]] = {}
+        for i, row in enumerate(train):
+            for label in _labels(row, "training", i):
+                by_label.setdefault(label, []).append(i)
+        out = []
+        for r, row in enumerate(test):
+            ids: list[int] = []
+            for label in _labels(row, "test", r):
+                if len(ids) >= self.ice_num:
+                    break
+                if label not in by_label:
+                    raise RetrievalError(
+                        f"test row {r} has the label {label!r}, which no training row has",
+                        key_path="infer_cfg.retriever", row=r, reference=("KeyError", repr(label)))
+                ids += by_label[label]
+            out.append(ids[:self.ice_num])
+        return out
+
+
+def _labels(row: Row, split: str, i: int) -> list[Any]:
+    labels = row.get("labels")
+    if not isinstance(labels, (list, tuple)):
+        raise RetrievalError(f"XiezhiRetriever needs a 'labels' list in every row; {split} row "
+                             f"{i} has {labels!r}", key_path="infer_cfg.retriever")
+    return list(labels)
+
+
+def _embedding(name: str) -> Callable[[Mapping[str, Any], str], Retriever]:
+    from . import embed_retrieve
+
+    build: Callable[[Mapping[str, Any], str], Retriever] = embed_retrieve.builder(
+        getattr(embed_retrieve, name))  # type: ignore[assignment]
     return build
 
 
@@ -255,6 +303,8 @@ def default_retrievers() -> dict[str, Callable[[Mapping[str, Any], str], Retriev
         "RandomRetriever": _builder(RandomRetriever, {"seed", "stateless"}),
         "SlidingWindowRetriever": _builder(SlidingWindowRetriever, {"k"}, ("k",)),
         "BM25Retriever": _builder(BM25Retriever, set()),
-        **{n: _needs_embeddings(n) for n in (
-            "TopkRetriever", "DPPRetriever", "MDLRetriever", "VotekRetriever")},
+        "XiezhiRetriever": _builder(XiezhiRetriever, set()),
+        # embedding retrievers: sentence-transformers is imported only when one runs
+        **{n: _embedding(n) for n in ("TopkRetriever", "DPPRetriever", "VotekRetriever")},
+        "MDLRetriever": _mdl,
     }
