@@ -84,7 +84,8 @@ def load_embedder(name: str) -> Embedder:
             "which is not installed", key_path="infer_cfg.retriever",
             hint="pip install 'prompt-compiler[embed]'") from None
     try:
-        model = SentenceTransformer(name, device="cpu")
+        # local_files_only: a compile never downloads (and never waits on a network).
+        model = SentenceTransformer(name, device="cpu", local_files_only=True)
     except Exception as exc:  # the library's own reason (missing files, no network, ...)
         where = "folder" if Path(name).exists() else "name"
         raise ConfigError(

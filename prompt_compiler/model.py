@@ -12,6 +12,7 @@ from .errors import ConfigError, PromptCompilerError, RegistryError
 from .policy import Policy
 from .render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
 from .render.api import prompt_text
+from .tokenize import Tokenizer
 
 __all__ = ["Model", "TokenCounter", "whitespace_tokens"]
 
@@ -213,8 +214,6 @@ class Model:
         turn holding the prompt, with a generation prompt and no added special tokens
         (HuggingFacewithChatTemplate.get_token_len).
         """
-        from .tokenize import Tokenizer
-
         counter = self.count_tokens
         text = prompt_text(rendered)
         if not isinstance(counter, Tokenizer):

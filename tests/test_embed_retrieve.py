@@ -281,3 +281,12 @@ def test_xiezhi_and_mdl_through_the_cli(tmp_path: Path) -> None:
     assert out.stderr.startswith("compile-prompts: error: ")
     assert "MDLRetriever scores candidate example sets with the evaluated model" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_model_that_is_not_on_disk_is_a_config_error_without_download() -> None:
+    _packaged_model()
+    from prompt_compiler.embed_retrieve import load_embedder
+
+    with pytest.raises(ConfigError, match="cannot load sentence-transformers model "
+                                          "'no-such-org/no-such-model' \\(name\\)"):
+        load_embedder("no-such-org/no-such-model")

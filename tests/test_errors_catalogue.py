@@ -301,11 +301,27 @@ def test_examples_without_ice_template():
     assert "use `ZeroRetriever`" in err.reference[1]
 
 
-def test_embedding_retriever_unsupported():
+def test_mdl_retriever_unsupported():
+    ds = dataset()
+    ds["infer_cfg"]["retriever"] = {"type": "MDLRetriever", "ice_num": 1}
+    err = fails(ds, expected=UnsupportedError)
+    assert "with the evaluated model itself" in located(err, key_path="infer_cfg.retriever")
+
+
+def test_embedding_retriever_without_the_extra(monkeypatch):
+    import sys
+
+    from prompt_compiler import embed_retrieve
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    embed_retrieve.load_embedder.cache_clear()
     ds = dataset()
     ds["infer_cfg"]["retriever"] = {"type": "TopkRetriever", "ice_num": 1}
     err = fails(ds, expected=UnsupportedError)
-    assert "embedding model" in located(err, key_path="infer_cfg.retriever")
+    assert "need the 'sentence-transformers' package" in located(
+        err, key_path="infer_cfg.retriever")
+    assert err.hint == "pip install 'prompt-compiler[embed]'"
+    embed_retrieve.load_embedder.cache_clear()
 
 
 # -- rendering / inferencers ----------------------------------------------------------------------

@@ -197,8 +197,12 @@ def test_builder_accepts_common_split_params():
     assert (r.ice_separator, r.ice_eos_token, r.fix_id_list) == ("|", "#", (0,))
 
 
-@pytest.mark.parametrize("name",
-                         ["TopkRetriever", "DPPRetriever", "MDLRetriever", "VotekRetriever"])
-def test_embedding_retrievers_are_unsupported(name):
-    with pytest.raises(UnsupportedError):
-        build(name, ice_num=1)
+def test_mdl_retriever_is_unsupported():
+    with pytest.raises(UnsupportedError, match="evaluated model"):
+        build("MDLRetriever", ice_num=1)
+
+
+@pytest.mark.parametrize("name", ["TopkRetriever", "DPPRetriever", "VotekRetriever"])
+def test_embedding_retrievers_build_without_loading_a_model(name):
+    # the model is loaded when rows are retrieved (tests/test_embed_retrieve.py)
+    assert build(name, ice_num=1, sentence_transformers_model_name="m").ice_num == 1
