@@ -180,7 +180,8 @@ def _tiktoken(name: str) -> TiktokenTokenizer:
         import tiktoken
         import tiktoken.model
     except ImportError:
-        raise _missing_extra("tiktoken", "tiktoken", f"tokenizer {name!r}") from None
+        raise _missing_extra("tiktoken", "tiktoken", f"tokenizer {name!r} (no such file or "
+                             "folder, so a tiktoken encoding or model name)") from None
     encodings = tiktoken.list_encoding_names()
     encoding_name = name
     if name not in encodings:
