@@ -273,28 +273,31 @@ class Compiler:
     def iter_records(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                      options: Mapping[str, Any] | None = None,
                      reply: Callable[[Any], str] | None = None,
-                     lean: bool = False, spans: bool = False) -> Iterator[Record]:
+                     lean: bool = False, spans: bool = False,
+                     rows: range | None = None) -> Iterator[Record]:
         """Stream the records of one dataset x model (see :meth:`compile`).
 
         ``spans=True`` sets each record's :attr:`Record.spans` (see :mod:`.spans`).
         ``lean=True`` (what the CLI writes) streams records built through a compiled
         :mod:`~prompt_compiler.plan` where one applies: the same prompts, ids and labels, but
         no ``intermediate``, and ``token_len`` only where ``max_seq_len`` needs the count.
+        ``rows`` limits the records to those test rows (a dataset split across processes).
         """
         job, kind, params = self.job(dataset, model, options, lean=lean)
         if not spans:
-            yield from self._records(job, kind, params, reply, lean=lean)[2]
+            yield from self._records(job, kind, params, reply, lean=lean, rows=rows)[2]
             return
         # Span provenance re-renders each record through the generic path (prompt_compiler.spans).
         from .emit import record_json
         from .spans import add_spans
 
-        _, labels, records = self._records(job, kind, params, reply, lean=False)
+        _, labels, records = self._records(job, kind, params, reply, lean=False, rows=rows)
         yield from add_spans(job, kind, params, records, labels,
                              lambda rec: record_json(rec)["prompt"])
 
     def _records(self, job: Job, kind: str, params: Mapping[str, Any],
-                 reply: Callable[[Any], str] | None, *, lean: bool = False
+                 reply: Callable[[Any], str] | None, *, lean: bool = False,
+                 rows: range | None = None
                  ) -> tuple[Sequence[Sequence[int]], list[Any] | None, Iterator[Record]]:
         try:
             retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
@@ -304,15 +307,17 @@ class Compiler:
         gen, ppl = (plan.gen_records, plan.ppl_records) if lean else (gen_records, ppl_records)
         if kind == "gen":
             token = params.get("gen_field_replace_token", "")
-            records = gen(job, retrieved, gen_field_replace_token=token)
+            records = gen(job, retrieved, gen_field_replace_token=token, rows=rows)
         elif kind == "ppl":
             labels = list(params["labels"]) if params.get("labels") is not None else job.labels()
             records = ppl(job, retrieved, labels=labels,
-                          normalizing_str=job.options.get("normalizing_str"))
+                          normalizing_str=job.options.get("normalizing_str"), rows=rows)
         elif kind == "clp":
             records = clp_records(job, retrieved)
         else:
             records = chat_records(job, infer_mode=params.get("infer_mode", "last"), reply=reply)
+        if rows is not None and kind in ("clp", "chat"):
+            records = (r for r in records if r.index in rows)
         return retrieved, labels, _located(records, job)
 
     def compile(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,

@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
+import os
+import weakref
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
+
+import orjson
 
 from .config.records import DatasetConfig
 from .errors import DataError, PromptCompilerError
@@ -33,6 +38,7 @@ from .values import describe_load_error, find_problem
 __all__ = [
     "BUILTIN_READERS",
     "DatasetRows",
+    "JsonlRows",
     "attach_rows",
     "load_splits",
     "read_csv",
@@ -60,9 +66,9 @@ _HF_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 class DatasetRows:
     """The rows of one dataset, shaped like the case format's ``rows`` / ``splits``."""
 
-    rows: list[Row] | None
+    rows: Sequence[Row] | None
     """One split used as both train and test (``subdivision`` = abbr), or None."""
-    splits: dict[str, list[Row]] | None
+    splits: Mapping[str, Sequence[Row]] | None
     """Named splits (``subdivision`` = ``{abbr}_{split}``), or None."""
     origin: str
     """Where the rows came from: ``inline`` or the file / folder read."""
@@ -156,7 +162,7 @@ def _from_path(
     reader = BUILTIN_READERS.get(loader) if isinstance(loader, str) else None
     data_files = spec.get("data_files")
     if isinstance(data_files, dict):
-        splits: dict[str, list[Row]] = {}
+        splits: dict[str, Sequence[Row]] = {}
         for split, name in data_files.items():
             if not isinstance(name, str):
                 raise DataError(
@@ -181,11 +187,11 @@ def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows |
     if folder.is_dir():
         files = sorted(folder.glob("*.jsonl"))
         if files:
-            return DatasetRows(None, {f.stem: read_jsonl(f) for f in files}, str(folder))
+            return DatasetRows(None, {f.stem: JsonlRows(f) for f in files}, str(folder))
     single = data_dir / f"{abbr}.jsonl"
     tried.append(str(single))
     if single.is_file():
-        return DatasetRows(read_jsonl(single), None, str(single))
+        return DatasetRows(JsonlRows(single), None, str(single))
     return None
 
 
@@ -209,9 +215,9 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
         files = sorted(file.glob("*.jsonl"))
         if not files:
             raise DataError(f"{file}: folder holds no <split>.jsonl files")
-        return DatasetRows(None, {f.stem: read_jsonl(f) for f in files}, str(file))
+        return DatasetRows(None, {f.stem: JsonlRows(f) for f in files}, str(file))
     if reader == "jsonl":
-        return DatasetRows(read_jsonl(file), None, str(file))
+        return DatasetRows(JsonlRows(file), None, str(file))
     if reader == "json":
         data = read_json(file)
         if isinstance(data, list):
@@ -230,7 +236,7 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
     )
 
 
-def _one_split(rows: DatasetRows, file: Path) -> list[Row]:
+def _one_split(rows: DatasetRows, file: Path) -> Sequence[Row]:
     if rows.rows is None:
         raise DataError(f"{file}: a data_files entry must hold one split (a list of rows)")
     return rows.rows
@@ -303,6 +309,120 @@ def read_jsonl(file: Path) -> list[Row]:
         _check_values(row, f"{file}: line {lineno} (row {len(rows)})")
         rows.append(row)
     return rows
+
+
+def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:
+    """One JSONL line as a row (orjson, or the stdlib where orjson is stricter: integers
+    beyond 64 bits, ``NaN``, escaped lone surrogates), so values are what ``json`` reads."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            value = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{file}: line {lineno}: not UTF-8 text ({exc.reason} at byte "
+                            f"{exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"{file}: line {lineno}: malformed JSON: {exc.msg} (column {exc.colno})"
+            ) from None
+    if not isinstance(value, dict):
+        raise DataError(f"{file}: line {lineno} (row {row}): a row must be a JSON object, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+class JsonlRows(Sequence[Row]):
+    """The rows of a JSON Lines file, read when used: a large test split streams through the
+    compiler instead of being held in memory.
+
+    Opening the file indexes where each non-blank line starts and ends (16 bytes a row) and
+    parses the first row; any other row is parsed when it is read, so a malformed line further
+    down is reported (file and line) when the compile reaches it, and nothing is written.
+    Iterating reads the file in order; indexing reads one line.
+    """
+
+    def __init__(self, file: Path) -> None:
+        self.file = Path(file)
+        self._starts, self._ends = array("q"), array("q")
+        self._blank_lines = False
+        try:
+            with self.file.open("rb") as fh:
+                pos = 0
+                for n, line in enumerate(fh):
+                    start = 3 if n == 0 and line.startswith(b"\xef\xbb\xbf") else 0
+                    if line[start:].strip():
+                        self._starts.append(pos + start)
+                        self._ends.append(pos + len(line))
+                    else:
+                        self._blank_lines = True
+                    pos += len(line)
+        except OSError as exc:
+            raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
+        self._fd: int | None = None
+        if self._starts:
+            self[0]  # a file that is not JSON Lines at all fails here, not mid-compile
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+    def __getitem__(self, index: int | slice) -> Row | list[Row]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("row index out of range")
+        if self._fd is None:
+            self._fd = os.open(self.file, os.O_RDONLY)
+            weakref.finalize(self, os.close, self._fd)
+        start = self._starts[index]
+        line = os.pread(self._fd, self._ends[index] - start, start)
+        return _parse_line(line, self.file, self._lineno(index), index)
+
+    def __iter__(self) -> Iterator[Row]:
+        return self.iter_range(0, len(self))
+
+    def iter_range(self, start: int, stop: int) -> Iterator[Row]:
+        """Rows ``start`` to ``stop - 1``, read in order (one seek, then buffered reads)."""
+        stop = min(stop, len(self))
+        if start >= stop:
+            return
+        skip_blank = self._blank_lines
+        lineno = self._lineno(start)
+        with self.file.open("rb") as fh:
+            fh.seek(self._starts[start])
+            row = start
+            for line in fh:
+                if skip_blank and not line.strip():
+                    lineno += 1
+                    continue
+                yield _parse_line(line, self.file, lineno, row)
+                row += 1
+                lineno += 1
+                if row >= stop:
+                    break
+
+    def _lineno(self, index: int) -> int:
+        """The 1-based line number of row ``index`` (read from the file if lines are blank)."""
+        if not self._blank_lines:
+            return index + 1
+        with self.file.open("rb") as fh:
+            return fh.read(self._starts[index]).count(b"\n") + 1
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"JsonlRows({str(self.file)!r}, {len(self)} rows)"
 
 
 def read_json(file: Path) -> list[Row] | dict[str, list[Row]]:

@@ -92,17 +92,23 @@ def _json_value(value: Any) -> bytes:
                         "UTF-8 form") from None
 
 
+_KEYS: dict[str, bytes] = {}
+
+
 def record_bytes(obj: dict[str, Any]) -> bytes:
     """The JSON line of one record object (see the module docstring), newline included."""
-    parts = [b"{"]
-    for i, (key, value) in enumerate(obj.items()):
-        if i:
-            parts.append(b", ")
-        parts.append(_json_value(key))
-        parts.append(b": ")
-        parts.append(_json_value(value))
-    parts.append(b"}\n")
-    return b"".join(parts)
+    items = []
+    try:
+        for key, value in obj.items():
+            k = _KEYS.get(key)
+            if k is None:
+                k = _KEYS[key] = _json_value(key) + b": "
+            items.append(k + (orjson.dumps(value) if type(value) is str else _json_value(value)))
+    except orjson.JSONEncodeError:
+        for value in obj.values():
+            _json_value(value)  # raises the DataError naming the text
+        raise
+    return b"{" + b", ".join(items) + b"}\n"
 
 
 def record_json(rec: Record) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from .assemble.ppl import ppl_row_records
 from .errors import PromptCompilerError
 from .model import Model, whitespace_tokens
 from .promptlist import PromptList, RoleItem
+from .reader import iter_rows
 from .template import PromptTemplate
 
 __all__ = ["Plan", "compile_plan", "gen_records", "ppl_records", "supports"]
@@ -257,17 +258,32 @@ def _fill(job: Job, plans: list[Plan], row: Mapping[str, Any]
     return texts, counts
 
 
+def _rows(job: Job, retrieved: Sequence[Sequence[int]], rows: range | None
+          ) -> Iterator[tuple[int, Sequence[int], Mapping[str, Any]]]:
+    """(index, example ids, test row) for ``rows`` (by default all), rows read in order."""
+    span = range(len(retrieved)) if rows is None else rows
+    if span.step != 1:
+        for index in span:
+            yield index, retrieved[index], job.rows.test[index]
+        return
+    stream = iter_rows(job.rows.test, span.start, span.stop)
+    for index in span:
+        job.row = index  # an error reading the row names it
+        yield index, retrieved[index], next(stream)
+
+
 def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
-                gen_field_replace_token: str = "") -> Iterator[Record]:
+                gen_field_replace_token: str = "", rows: range | None = None) -> Iterator[Record]:
     """Gen records, through plans where they apply (byte-identical to the generic path)."""
     if not supports(job, "gen"):
         from .assemble.gen import gen_records as generic
 
-        yield from generic(job, retrieved, gen_field_replace_token=gen_field_replace_token)
+        yield from generic(job, retrieved, gen_field_replace_token=gen_field_replace_token,
+                           rows=rows)
         return
     plans = _Plans(job, "gen", gen_field_replace_token)
     abbr, model_abbr = job.abbr, job.model.abbr
-    for index, (ids, row) in enumerate(zip(retrieved, job.rows.test, strict=True)):
+    for index, ids, row in _rows(job, retrieved, rows):
         found = plans.get(ids, row)
         if found is not None:
             job.row = index
@@ -282,17 +298,19 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
 
 
 def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *, labels: Sequence[Any],
-                normalizing_str: str | None = None) -> Iterator[Record]:
+                normalizing_str: str | None = None, rows: range | None = None
+                ) -> Iterator[Record]:
     """PPL records, through plans where they apply (byte-identical to the generic path)."""
     if normalizing_str is not None or not supports(job, "ppl"):
         from .assemble.ppl import ppl_records as generic
 
-        yield from generic(job, retrieved, labels=labels, normalizing_str=normalizing_str)
+        yield from generic(job, retrieved, labels=labels, normalizing_str=normalizing_str,
+                           rows=rows)
         return
     labels = list(labels)
     plans = _Plans(job, "ppl", labels)
     abbr, model_abbr = job.abbr, job.model.abbr
-    for index, (ids, row) in enumerate(zip(retrieved, job.rows.test, strict=True)):
+    for index, ids, row in _rows(job, retrieved, rows):
         found = plans.get(ids, row)
         if found is not None:
             job.row = index

@@ -10,15 +10,16 @@ OpenCompass's ``BaseDataset`` would leave it: the columns are the first row's ke
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError, DataError
 
-__all__ = ["DatasetRows", "ReaderConfig", "prepare_rows"]
+__all__ = ["DatasetRows", "ReaderConfig", "RowView", "iter_rows", "prepare_rows"]
 
 Row = dict[str, Any]
 _SLICE = re.compile(r"^\s*\[\s*([+-]?\d*)\s*:\s*([+-]?\d*)\s*(?::\s*([+-]?\d*)\s*)?\]\s*$")
@@ -62,17 +63,95 @@ class ReaderConfig:
 
 @dataclass(frozen=True, slots=True)
 class DatasetRows:
-    """The train (in-context example pool) and test rows of one dataset."""
+    """The train (in-context example pool) and test rows of one dataset.
 
-    train: tuple[Row, ...]
-    test: tuple[Row, ...]
+    Inline rows are tuples; rows read from a file are :class:`RowView` sequences that read,
+    normalise and select each row when it is used, so test rows stream."""
+
+    train: Sequence[Row]
+    test: Sequence[Row]
 
 
-def _normalise(rows: Sequence[Any], subdivision: str, where: str) -> list[Row]:
-    if not isinstance(rows, (list, tuple)):
+class RowView(Sequence[Row]):
+    """Rows of a lazily read split, normalised (and range-selected) one at a time.
+
+    Args:
+        source: The split as read (e.g. :class:`~prompt_compiler.data.JsonlRows`).
+        columns: The first row's keys: every row gets exactly these, in this order.
+        subdivision: The ``subdivision`` value.
+        where: Key path of the data, for errors.
+        index: Which source rows, in order (a range, or a list after a random range).
+    """
+
+    def __init__(self, source: Sequence[Any], columns: list[str], subdivision: str, where: str,
+                 index: Sequence[int] | None = None) -> None:
+        self.source, self.columns = source, columns
+        self.subdivision, self.where = subdivision, where
+        self.positions: Sequence[int] = range(len(source)) if index is None else index
+
+    def select(self, index: Sequence[int]) -> RowView:
+        """The view of rows ``self[i] for i in index``."""
+        return RowView(self.source, self.columns, self.subdivision, self.where,
+                       [self.positions[i] for i in index] if not isinstance(index, range)
+                       else self.positions[index.start:index.stop:index.step])
+
+    def _row(self, row: Any, i: int) -> Row:
+        if not isinstance(row, Mapping):
+            raise DataError(f"each row must be an object (dict), got {type(row).__name__}",
+                            key_path=self.where, row=i)
+        columns = self.columns
+        if type(row) is dict and len(row) == len(columns) and list(row) == columns:
+            new = row  # freshly read: normalise in place
+        else:
+            new = {c: row.get(c) for c in columns}
+        new["subdivision"] = self.subdivision
+        new["idx"] = i
+        return new
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        src = self.positions[i]
+        return self._row(self.source[src], src)
+
+    def __iter__(self) -> Iterator[Row]:
+        return self.iter_range(0, len(self))
+
+    def iter_range(self, start: int, stop: int) -> Iterator[Row]:
+        """Rows ``start`` to ``stop - 1``; one sequential read where the source allows it."""
+        positions = self.positions
+        if (isinstance(positions, range) and positions.step == 1
+                and hasattr(self.source, "iter_range")):
+            first = positions.start + start
+            last = positions.start + min(stop, len(positions))
+            for i, row in enumerate(self.source.iter_range(first, last), first):
+                yield self._row(row, i)
+        else:
+            for src in positions[start:stop]:
+                yield self._row(self.source[src], src)
+
+
+def iter_rows(rows: Sequence[Row], start: int, stop: int) -> Iterator[Row]:
+    """``rows[start:stop]`` one by one, streaming where ``rows`` is read from a file."""
+    if isinstance(rows, RowView):
+        return rows.iter_range(start, stop)
+    return itertools.islice(rows, start, stop)
+
+
+def _normalise(rows: Sequence[Any], subdivision: str, where: str) -> Sequence[Row]:
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple, Sequence)):
         raise DataError(f"rows must be a list of objects, got {type(rows).__name__}", key_path=where)
     if not rows:
         return []
+    if not isinstance(rows, (list, tuple)):
+        first = rows[0]
+        if not isinstance(first, Mapping):
+            raise DataError(f"each row must be an object (dict), got {type(first).__name__}",
+                            key_path=where, row=0)
+        return RowView(rows, list(first.keys()), subdivision, where)
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise DataError(f"each row must be an object (dict), got {type(row).__name__}",
@@ -87,10 +166,15 @@ def _normalise(rows: Sequence[Any], subdivision: str, where: str) -> list[Row]:
     return out
 
 
-def _apply_range(rows: list[Row], rng: Any, where: str) -> list[Row]:
+def _pick(rows: Sequence[Row], index: Sequence[int]) -> Sequence[Row]:
+    if isinstance(rows, RowView):
+        return rows.select(index)
+    return [rows[i] for i in index]
+
+
+def _apply_range(rows: Sequence[Row], rng: Any, where: str) -> Sequence[Row]:
     if rng is None:
         return rows
-    index = list(range(len(rows)))
     if isinstance(rng, str):
         m = _SLICE.match(rng)
         if not m:
@@ -99,7 +183,7 @@ def _apply_range(rows: list[Row], rng: Any, where: str) -> list[Row]:
         start, stop, step = (int(g) if g not in (None, "", "+", "-") else None for g in m.groups())
         if step == 0:
             raise ConfigError("a range slice step cannot be 0", key_path=where)
-        return [rows[i] for i in index[start:stop:step]]
+        return _pick(rows, range(len(rows))[start:stop:step])
     if isinstance(rng, bool) or not isinstance(rng, (int, float)):
         raise ConfigError(f"a range must be an int, a float or a slice string, got {rng!r}",
                           key_path=where)
@@ -108,8 +192,9 @@ def _apply_range(rows: list[Row], rng: Any, where: str) -> list[Row]:
         size = int(size * len(rows))
     if size <= 0 or size >= len(rows):
         return rows
+    index = list(range(len(rows)))
     random.Random(size).shuffle(index)
-    return [rows[i] for i in index[: int(size)]]
+    return _pick(rows, index[: int(size)])
 
 
 def prepare_rows(
@@ -134,7 +219,7 @@ def prepare_rows(
         one = _normalise(rows, name, f"{where}.rows")
         train, test = one, one
     elif splits is not None:
-        def get(split: str, role: str) -> list[Row]:
+        def get(split: str, role: str) -> Sequence[Row]:
             if split not in splits:
                 raise DataError(
                     f"the {role} split {split!r} is missing; available splits: "
@@ -149,4 +234,8 @@ def prepare_rows(
         raise DataError("the dataset has no rows (neither 'rows' nor 'splits')", key_path=where)
     train = _apply_range(train, reader.train_range, "reader_cfg.train_range")
     test = _apply_range(test, reader.test_range, "reader_cfg.test_range")
-    return DatasetRows(tuple(train), tuple(test))
+    return DatasetRows(_frozen(train), _frozen(test))
+
+
+def _frozen(rows: Sequence[Row]) -> Sequence[Row]:
+    return tuple(rows) if isinstance(rows, list) else rows

@@ -8,7 +8,7 @@ OpenCompass's retrievers, including its separator defaults (``ice_separator`` an
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ __all__ = [
     "BM25Retriever",
     "FixKRetriever",
     "RandomRetriever",
+    "Repeated",
     "Retriever",
     "SlidingWindowRetriever",
     "XiezhiRetriever",
@@ -41,7 +42,36 @@ class Retriever(Protocol):
 
     def retrieve(
         self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig, policy: Policy
-    ) -> list[list[int]]: ...
+    ) -> Sequence[list[int]]: ...
+
+
+class Repeated(Sequence[list[int]]):
+    """The same ids for each of ``n`` test rows, without holding ``n`` lists: each access
+    gives a fresh list (a caller may change it without touching other rows)."""
+
+    def __init__(self, ids: Sequence[int], n: int) -> None:
+        self.ids, self.n = tuple(ids), n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [list(self.ids) for _ in range(*index.indices(self.n))]
+        if not -self.n <= index < self.n:
+            raise IndexError("row index out of range")
+        return list(self.ids)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for _ in range(self.n):
+            yield list(self.ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(other) == self.n and all(list(o) == list(self.ids) for o in other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +82,8 @@ class ZeroRetriever:
     ice_eos_token: str = ""
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
-                 policy: Policy) -> list[list[int]]:
-        return [[] for _ in test]
+                 policy: Policy) -> Sequence[list[int]]:
+        return Repeated((), len(test))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +96,7 @@ class FixKRetriever:
     ice_num: int = 1  # accepted for compatibility; OpenCompass ignores it too
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
-                 policy: Policy) -> list[list[int]]:
+                 policy: Policy) -> Sequence[list[int]]:
         for pos, i in enumerate(self.fix_id_list):
             if not 0 <= i < len(train):
                 raise RetrievalError(
@@ -75,7 +105,7 @@ class FixKRetriever:
                     key_path=f"infer_cfg.retriever.fix_id_list[{pos}]",
                     reference=("AssertionError", "Index out of range"),
                 )
-        return [list(self.fix_id_list) for _ in test]
+        return Repeated(self.fix_id_list, len(test))
 
 
 @dataclass(frozen=True, slots=True)

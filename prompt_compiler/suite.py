@@ -25,7 +25,7 @@ from .data import attach_rows
 from .emit import record_bytes, record_json
 from .errors import ConfigError, OutputError, PromptCompilerError
 from .manifest import build_manifest, input_root
-from .outdir import OutputDir, write_jsonl
+from .outdir import OutputDir, _os, write_jsonl
 from .outnames import MANIFEST, check_unique, output_name
 from .workers import init_worker, stop_workers
 
@@ -120,10 +120,11 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
 
 def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "default",
                  compiler: Compiler | None = None, lean: bool = False,
-                 spans: bool = False) -> Iterator[Record]:
+                 spans: bool = False, rows: range | None = None) -> Iterator[Record]:
     """Stream the records of one pair; errors name the config file and key path.
 
-    ``lean``: records as written to files (see :meth:`Compiler.iter_records`).
+    ``lean``: records as written to files; ``rows``: only those test rows (see
+    :meth:`Compiler.iter_records`).
     """
     compiler = compiler or Compiler(mode=mode)
     where = {"config_path": pair.dataset.config_path, "dataset": pair.dataset.abbr,
@@ -131,7 +132,8 @@ def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "defau
     try:
         dataset = attach_rows(pair.dataset, data_dir)
         records = compiler.iter_records(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                        options=pair.options, lean=lean, spans=spans)
+                                        options=pair.options, lean=lean, spans=spans,
+                                        rows=rows)
         for rec in records:
             yield rec
     except PromptCompilerError as err:
@@ -170,15 +172,35 @@ class _Tally:
         return out
 
 
-def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool]) -> tuple[int, str, int]:
-    """Worker: compile one pair into the parent's staging folder."""
-    pair, data_dir, mode, staging, shown, spans = args
+def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | None, str]
+                 ) -> tuple[int, str, int]:
+    """Worker: compile one pair (or a range of its test rows) into the parent's staging folder."""
+    pair, data_dir, mode, staging, shown, spans, rows, rel = args
     tally = _Tally()
-    lines = tally(record_json(r)
-                  for r in compile_pair(pair, data_dir=data_dir, mode=mode, lean=True,
-                                       spans=spans))
-    count, digest = write_jsonl(staging / pair.out_name, lines, shown=f"{shown}/{pair.out_name}")
+    lines = tally(record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode,
+                                                       lean=True, spans=spans, rows=rows))
+    count, digest = write_jsonl(staging / rel, lines, shown=f"{shown}/{pair.out_name}")
     return count, digest, tally.over_limit
+
+
+SPLIT_ROWS = 2_000
+"""A gen or ppl pair with at least twice this many test rows is split into row ranges."""
+
+
+def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int) -> list[range | None]:
+    """How a pair's test rows are shared among ``jobs`` processes (``[None]``: one does all)."""
+    try:
+        dataset = attach_rows(pair.dataset, data_dir)
+        job, kind, _ = Compiler(mode=mode).job(
+            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options)
+    except PromptCompilerError:
+        return [None]  # a worker raises it again, located as a whole-pair compile does
+    n = len(job.rows.test)
+    if kind not in ("gen", "ppl") or n < 2 * SPLIT_ROWS:
+        return [None]
+    parts = min(jobs, n // SPLIT_ROWS)
+    bounds = [n * k // parts for k in range(parts + 1)]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
@@ -260,22 +282,49 @@ def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
 def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
               data_dir: Path | None, mode: str, jobs: int,
               progress: Callable[[int, int, Pair], None] | None, spans: bool = False) -> None:
+    """Compile pairs in ``jobs`` processes; a large pair's row ranges go to several of them
+    and their parts are joined in order, so every file is byte-identical to ``--jobs 1``."""
     from concurrent.futures import ProcessPoolExecutor
 
     staging = writer.staging
     with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,
                              initargs=(os.getpid(),)) as pool:
-        futures = [pool.submit(_compile_one, (p, data_dir, mode, staging, writer.shown, spans))
-                   for p in pairs]
+        tasks: list[list[tuple[str, Any]]] = []
+        for pair in pairs:
+            ranges = _row_ranges(pair, data_dir, mode, jobs)
+            names = [pair.out_name] if len(ranges) == 1 else [
+                f"{pair.out_name}.part{k}" for k in range(len(ranges))]
+            tasks.append([(rel, pool.submit(_compile_one, (pair, data_dir, mode, staging,
+                                                           writer.shown, spans, rows, rel)))
+                          for rel, rows in zip(names, ranges, strict=True)])
         try:
-            for i, (pair, fut) in enumerate(zip(pairs, futures)):
+            for i, (pair, parts) in enumerate(zip(pairs, tasks, strict=True)):
                 if progress:
                     progress(i, len(pairs), pair)
-                count, digest, over = fut.result()
+                results = [fut.result() for _, fut in parts]  # the first failing range raises
+                count, over = sum(r[0] for r in results), sum(r[2] for r in results)
+                if len(parts) == 1:
+                    digest = results[0][1]
+                else:
+                    digest = _join(staging, pair.out_name, [rel for rel, _ in parts],
+                                   shown=f"{writer.shown}/{pair.out_name}")
                 writer.adopt(pair.out_name)
                 tally = _Tally()
                 tally.over_limit = over
                 outputs[pair.out_name] = tally.entry(pair, count, digest)
         except BaseException:
-            stop_workers(pool, futures)  # nobody writes into staging once this returns
+            stop_workers(pool, [fut for parts in tasks for _, fut in parts])
             raise
+
+
+def _join(staging: Path, rel: str, parts: list[str], *, shown: str) -> str:
+    """Concatenate part files into ``rel`` (deleting them); the sha256 of the result."""
+    h = hashlib.sha256()
+    with _os(f"write {shown}"), (staging / rel).open("wb") as out:
+        for part in parts:
+            with (staging / part).open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):  # noqa: B023
+                    h.update(chunk)
+                    out.write(chunk)
+            (staging / part).unlink()
+    return h.hexdigest()

@@ -169,8 +169,11 @@ def _write_rows(path: Path, n: int, question: str, answer: str) -> None:
             fh.write(json.dumps(_row(i, question, answer), ensure_ascii=False) + "\n")
 
 
-def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Run ``cmd``; (wall seconds, peak RSS MiB). Fails loudly on a non-zero exit."""
+def _run(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+    """Run ``cmd``; (wall seconds, CPU seconds, peak RSS MiB). Fails loudly on a non-zero exit.
+
+    CPU seconds (user + system, the process and any workers it waited for) show the cost
+    when other processes share the cores; wall time is what a user waits."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = b"", b""
@@ -181,11 +184,12 @@ def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
     if proc.returncode != 0:
         sys.exit(f"benchmark command failed ({proc.returncode}): {' '.join(cmd)}\n"
                  f"{out.decode()}{err.decode()}")
-    return dt, usage.ru_maxrss / 1024  # Linux: KiB
+    return dt, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux: KiB
 
 
 def _count(out: Path) -> int:
-    return sum(v["records"] for v in json.loads((out / "manifest.json").read_text())["outputs"].values())
+    manifest = json.loads((out / "manifest.json").read_text())
+    return sum(v["records"] for v in manifest["outputs"].values())
 
 
 def main() -> None:
@@ -214,27 +218,30 @@ def main() -> None:
         cli = [sys.executable, "-m", "prompt_compiler"]
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
               f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        jobs = [("gen", "mmlu_gen.py", args.rows, "data"), ("ppl", "ceval_ppl.py", args.ppl_rows, "data")]
+        jobs = [("gen", "mmlu_gen.py", args.rows, "data"),
+                ("ppl", "ceval_ppl.py", args.ppl_rows, "data")]
         for name, config, rows, data in jobs:
             if name not in runs:
                 continue
             for mode in args.modes.split(","):
                 out = root / f"out_{name}_{mode}"
-                dt, rss = _run([*cli, config, "--model", "model.py", "--data-dir", data, "-o", str(out),
-                                "--mode", mode, "--jobs", str(args.jobs)], root)
+                dt, cpu, rss = _run([*cli, config, "--model", "model.py", "--data-dir", data,
+                                     "-o", str(out), "--mode", mode, "--jobs", str(args.jobs)], root)
                 n = _count(out)
-                print(f"{name} [{mode:<7}] jobs={args.jobs} {rows:>8} rows {n:>8} prompts {dt:7.2f} s "
-                      f"{n / dt:9.0f} prompts/s  peak RSS {rss:7.1f} MiB")
+                print(f"{name:<6} [{mode:<7}] jobs={args.jobs} {rows:>8} rows {n:>8} prompts "
+                      f"{dt:6.2f} s {n / dt:8.0f} prompts/s | cpu {cpu:6.2f} s {n / cpu:8.0f} "
+                      f"prompts/cpu-s | peak RSS {rss:6.1f} MiB")
         if "memory" in runs:
             big = args.memory_rows
             _write_rows(root / "big" / mmlu / "dev.jsonl", 5, "input", "target")
             _write_rows(root / "big" / mmlu / "test.jsonl", big, "input", "target")
             for config, shots in (("mmlu_gen_0shot.py", 0), ("mmlu_gen.py", 5)):
                 out = root / f"out_big_{shots}"
-                dt, rss = _run([*cli, config, "--model", "model.py", "--data-dir", "big", "-o", str(out),
-                                "--jobs", str(args.jobs)], root)
-                print(f"memory gen {shots}-shot jobs={args.jobs} {big:>8} rows {dt:7.2f} s "
-                      f"{big / dt:9.0f} prompts/s  peak RSS {rss:7.1f} MiB")
+                dt, cpu, rss = _run([*cli, config, "--model", "model.py", "--data-dir", "big",
+                                     "-o", str(out), "--jobs", str(args.jobs)], root)
+                print(f"{'gen':<6} [{shots}-shot ] jobs={args.jobs} {big:>8} rows {big:>8} prompts "
+                      f"{dt:6.2f} s {big / dt:8.0f} prompts/s | cpu {cpu:6.2f} s {big / cpu:8.0f} "
+                      f"prompts/cpu-s | peak RSS {rss:6.1f} MiB")
 
 
 if __name__ == "__main__":

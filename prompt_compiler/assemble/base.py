@@ -209,9 +209,13 @@ class Job:
             raise DataError("PPL labels come from the output column, but reader_cfg has none",
                             key_path="reader_cfg.output_column",
                             hint="give a label-dict template or an output_column")
-        values = [row.get(col) for row in self.rows.test]
-        try:
-            distinct = list(dict.fromkeys(values))
+        try:  # one streaming pass; the set gets its values in the same order as set(list)
+            distinct: dict[Any, None] = {}
+            as_set: set[Any] = set()
+            for row in self.rows.test:
+                value = row.get(col)
+                distinct[value] = None
+                as_set.add(value)
         except TypeError:
             raise DataError(f"PPL labels in column {col!r} must be hashable values",
                             key_path="reader_cfg.output_column") from None
@@ -219,8 +223,8 @@ class Job:
             # OpenCompass orders labels by set iteration; for numbers that order is
             # deterministic, so reproduce it. For strings it depends on PYTHONHASHSEED,
             # which no process can reproduce: first appearance keeps output stable.
-            return list(set(values))
-        return distinct
+            return list(as_set)
+        return list(distinct)
 
     @property
     def counts_tokens(self) -> bool:

@@ -10,10 +10,11 @@ __all__ = ["gen_record", "gen_records"]
 
 
 def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
-                gen_field_replace_token: str = "") -> Iterator[Record]:
-    """Build, fit to ``max_seq_len`` (dropping the last example first) and render each row."""
-    for index, ids in enumerate(retrieved):
-        yield gen_record(job, index, ids, gen_field_replace_token)
+                gen_field_replace_token: str = "", rows: range | None = None) -> Iterator[Record]:
+    """Build, fit to ``max_seq_len`` (dropping the last example first) and render each row
+    (of ``rows``, by default all)."""
+    for index in range(len(retrieved)) if rows is None else rows:
+        yield gen_record(job, index, retrieved[index], gen_field_replace_token)
 
 
 def gen_record(job: Job, index: int, ids: Sequence[int],

@@ -36,15 +36,16 @@ def _split_normalizing(job: Job, prompt: Any, normalizing_str: str) -> dict[str,
 
 def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
                 labels: Sequence[Any] | None = None,
-                normalizing_str: str | None = None) -> Iterator[Record]:
-    """Per row and label: build, fit to ``max_seq_len``, render in ppl mode.
+                normalizing_str: str | None = None, rows: range | None = None) -> Iterator[Record]:
+    """Per row (of ``rows``, by default all) and label: build, fit to ``max_seq_len``, render
+    in ppl mode.
 
     OpenCompass fits the examples label by label and carries the shortened list over
     to later labels (defect D5); the default mode fits once per row, for all labels.
     """
     labels = list(labels) if labels is not None else job.labels()
-    for index, ids in enumerate(retrieved):
-        yield from ppl_row_records(job, index, ids, labels, normalizing_str)
+    for index in range(len(retrieved)) if rows is None else rows:
+        yield from ppl_row_records(job, index, retrieved[index], labels, normalizing_str)
 
 
 def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[Any],

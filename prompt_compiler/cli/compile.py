@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="print N prompts per dataset x model, whitespace and special tokens visible")
     p.add_argument("--check", action="store_true",
                    help="compile and validate everything, write nothing; also print lint findings")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="compile N pairs in parallel")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="N processes: pairs in parallel, and a large dataset in row ranges "
+                        "(output identical to --jobs 1)")
     p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
     p.add_argument("--spans", action="store_true",
                    help="add to every record where each part of its prompt came from (spans)")
