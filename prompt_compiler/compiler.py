@@ -351,13 +351,14 @@ def _complete_custom(dataset: Mapping[str, Any]) -> dict[str, Any]:
     splits = dataset.get("splits")
     if rows is None and isinstance(splits, Mapping) and splits:
         rows = splits.get("test") or next(iter(splits.values()))
-    if not isinstance(rows, list) or not rows or not isinstance(rows[0], Mapping):
+    if (not isinstance(rows, Sequence) or isinstance(rows, (str, bytes)) or not rows
+            or not isinstance(rows[0], Mapping)):
         raise ConfigError("a path-only custom dataset is completed from the first row of its "
                           "data file, but it has no rows", key_path="path")
     entry = {k: v for k, v in dataset.items() if k not in (CUSTOM_KEY, "rows", "splits")}
     spec = complete_custom_dataset(entry, rows[0])
     if spec["type"] == "CircularCustomDataset":
-        rows = circular_rows(rows, spec["option_keys"], spec["answer_key"])
+        rows = circular_rows(list(rows), spec["option_keys"], spec["answer_key"])
     spec["rows"] = rows
     return spec
 

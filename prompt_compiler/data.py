@@ -24,6 +24,8 @@ import json
 import os
 import weakref
 from array import array
+from contextlib import contextmanager
+from contextvars import ContextVar
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -187,11 +189,11 @@ def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows |
     if folder.is_dir():
         files = sorted(folder.glob("*.jsonl"))
         if files:
-            return DatasetRows(None, {f.stem: JsonlRows(f) for f in files}, str(folder))
+            return DatasetRows(None, {f.stem: _jsonl(f) for f in files}, str(folder))
     single = data_dir / f"{abbr}.jsonl"
     tried.append(str(single))
     if single.is_file():
-        return DatasetRows(JsonlRows(single), None, str(single))
+        return DatasetRows(_jsonl(single), None, str(single))
     return None
 
 
@@ -215,9 +217,11 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
         files = sorted(file.glob("*.jsonl"))
         if not files:
             raise DataError(f"{file}: folder holds no <split>.jsonl files")
-        return DatasetRows(None, {f.stem: JsonlRows(f) for f in files}, str(file))
+        return DatasetRows(None, {f.stem: _jsonl(f) for f in files}, str(file))
+    if not file.is_dir() and not file.is_file() and _PEEKING.get():
+        raise NotPeekable(str(file))
     if reader == "jsonl":
-        return DatasetRows(JsonlRows(file), None, str(file))
+        return DatasetRows(_jsonl(file), None, str(file))
     if reader == "json":
         data = read_json(file)
         if isinstance(data, list):
@@ -309,6 +313,33 @@ def read_jsonl(file: Path) -> list[Row]:
         _check_values(row, f"{file}: line {lineno} (row {len(rows)})")
         rows.append(row)
     return rows
+
+
+_PEEKING: ContextVar[bool] = ContextVar("peeking", default=False)
+
+
+class NotPeekable(Exception):
+    """Raised under :func:`peeking` instead of reading a file that can be read only once."""
+
+
+@contextmanager
+def peeking() -> Iterator[None]:
+    """Load rows only from regular files (a pipe raises :class:`NotPeekable`, unread), so a
+    process can size a dataset without consuming input meant for another."""
+    token = _PEEKING.set(True)
+    try:
+        yield
+    finally:
+        _PEEKING.reset(token)
+
+
+def _jsonl(file: Path) -> Sequence[Row]:
+    """A regular file streams (:class:`JsonlRows`); anything else (a pipe) is read now, once."""
+    if file.is_file():
+        return JsonlRows(file)
+    if _PEEKING.get():
+        raise NotPeekable(str(file))
+    return read_jsonl(file)
 
 
 def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:

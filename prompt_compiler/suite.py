@@ -189,11 +189,14 @@ SPLIT_ROWS = 2_000
 
 def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int) -> list[range | None]:
     """How a pair's test rows are shared among ``jobs`` processes (``[None]``: one does all)."""
+    from .data import NotPeekable, peeking
+
     try:
-        dataset = attach_rows(pair.dataset, data_dir)
+        with peeking():  # rows from a pipe are left for the worker
+            dataset = attach_rows(pair.dataset, data_dir)
         job, kind, _ = Compiler(mode=mode).job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options)
-    except PromptCompilerError:
+    except (PromptCompilerError, NotPeekable):
         return [None]  # a worker raises it again, located as a whole-pair compile does
     n = len(job.rows.test)
     if kind not in ("gen", "ppl") or n < 2 * SPLIT_ROWS:
