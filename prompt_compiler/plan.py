@@ -292,7 +292,7 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
                 ice = tuple(ids)
                 yield Record(dataset=abbr, model=model_abbr, mode="gen", index=index,
                              prompt=done[0][0], ice_ids=ice, retrieved_ids=ice,
-                             token_len=done[1][0])
+                             token_len=done[1][0], token_len_full=done[1][0])
                 continue
         yield gen_record(job, index, ids, gen_field_replace_token)
 
@@ -320,6 +320,6 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *, labels: Sequenc
                 for label, text, n in zip(labels, *done, strict=True):
                     yield Record(dataset=abbr, model=model_abbr, mode="ppl", index=index,
                                  prompt=text, ice_ids=ice, retrieved_ids=ice, label=label,
-                                 token_len=n)
+                                 token_len=n, token_len_full=n)
                 continue
         yield from ppl_row_records(job, index, ids, labels)

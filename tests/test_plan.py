@@ -45,7 +45,8 @@ def both_ways(compiler: pc.Compiler, dataset: Any, model: Any, options: Any = No
         except pc.PromptCompilerError as err:
             return ("error", type(err).__name__, str(err)), 0
         limit = compiler.model(model).max_seq_len
-        out = [(record_json(r), r.token_len if limit is not None else None) for r in recs]
+        out = [(record_json(r), (r.token_len, r.token_len_full, r.over_limit)
+                if limit is not None else None) for r in recs]
         return out, sum(1 for r in recs if r.intermediate is None)
 
     generic, _ = run(False)
