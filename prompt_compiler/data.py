@@ -345,9 +345,11 @@ def _jsonl(file: Path) -> Sequence[Row]:
 def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:
     """One JSONL line as a row (orjson, or the stdlib where orjson is stricter: integers
     beyond 64 bits, ``NaN``, escaped lone surrogates), so values are what ``json`` reads."""
+    flat = True
     try:
-        value = orjson.loads(line)
+        value = orjson.loads(line)  # integers of at most 64 bits
     except orjson.JSONDecodeError:
+        flat = False
         try:
             value = json.loads(line.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -357,9 +359,14 @@ def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:
             raise DataError(
                 f"{file}: line {lineno}: malformed JSON: {exc.msg} (column {exc.colno})"
             ) from None
+        except (ValueError, RecursionError) as exc:  # a huge integer, very deep nesting
+            why = describe_load_error(exc) or f"invalid JSON value: {exc}"
+            raise DataError(f"{file}: line {lineno} (row {row}): {why}") from None
     if not isinstance(value, dict):
         raise DataError(f"{file}: line {lineno} (row {row}): a row must be a JSON object, got "
                         f"{type(value).__name__}")
+    if not flat or any(type(v) in (dict, list) for v in value.values()):
+        _check_values(value, f"{file}: line {lineno} (row {row})")
     return value
 
 
