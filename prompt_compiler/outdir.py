@@ -81,7 +81,7 @@ def write_jsonl(path: Path, lines: Iterable[Any], *, shown: str,
     """
     with _os(f"write {shown}"):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fh: IO[bytes] = path.open("wb")
+        fh: IO[bytes] = path.open("wb", buffering=1 << 20)
     h = hashlib.sha256()
     count = 0
     try:
