@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import plan
@@ -18,10 +18,12 @@ from .assemble.base import Job, Record, Template
 from .assemble.chat import chat_records
 from .assemble.clp import clp_records
 from .assemble.gen import gen_records
+from .assemble.multiround import multiround_records
+from .assemble.scoring import ll_records, ppl_only_records, sw_ce_loss_records
 from .assemble.ppl import ppl_records, ppl_reference_failure
 from .config.custom import circular_rows, complete_custom_dataset
 from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
-from .errors import ConfigError, DataError, PromptCompilerError, RegistryError
+from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError
 from .model import Model, TokenCounter, whitespace_tokens
 from .policy import Policy
 from .reader import ReaderConfig, prepare_rows
@@ -35,14 +37,34 @@ __all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning"]
 class IgnoredSettingWarning(UserWarning):
     """A config key that OpenCompass accepts and ignores (e.g. an inferencer's ``temperature``)."""
 
-INFERENCERS = {"GenInferencer": "gen", "PPLInferencer": "ppl", "CLPInferencer": "clp",
-               "ChatInferencer": "chat"}
+INFERENCERS = {
+    "GenInferencer": "gen", "PPLInferencer": "ppl", "CLPInferencer": "clp",
+    "ChatInferencer": "chat", "SCInferencer": "sc", "PPLOnlyInferencer": "ppl_only",
+    "InferencePPLOnlyInferencer": "inference_ppl_only", "LLInferencer": "ll",
+    "SWCELossInferencer": "sw_ce_loss",
+    # Prompts built in a loop with the model's replies: no prompt exists without a model.
+    "AgentInferencer": "loop", "AttackInferencer": "loop", "ToTInferencer": "loop",
+}
+_GEN_KEYS = {"max_out_len", "min_out_len", "batch_size", "max_seq_len", "gen_field_replace_token",
+             "stopping_criteria", "save_every", "generation_kwargs", "fix_id_list"}
 _INFERENCER_KEYS = {
-    "gen": {"max_out_len", "min_out_len", "batch_size", "max_seq_len", "gen_field_replace_token",
-            "stopping_criteria", "save_every", "generation_kwargs", "fix_id_list"},
+    "gen": _GEN_KEYS | {"multiround"},
+    "sc": _GEN_KEYS | {"sc_size", "infer_type"},
     "ppl": {"max_out_len", "batch_size", "max_seq_len", "labels", "fix_id_list"},
+    "ll": {"max_out_len", "batch_size", "max_seq_len", "labels", "fix_id_list"},
+    "ppl_only": {"max_out_len", "batch_size", "max_seq_len", "save_every", "fix_id_list"},
+    "inference_ppl_only": {"max_out_len", "batch_size", "max_seq_len", "save_every",
+                           "fix_id_list"},
+    "sw_ce_loss": {"max_out_len", "batch_size", "max_seq_len", "block_size", "stride"},
     "clp": {"max_out_len", "batch_size", "max_seq_len", "single_token", "fix_id_list"},
     "chat": {"max_out_len", "batch_size", "max_seq_len", "infer_mode", "save_every"},
+    "loop": set(),
+}
+_MODEL_LOOP_WHY = {
+    "AgentInferencer": "an agent framework builds each prompt from the model's previous "
+                       "replies and tool results",
+    "AttackInferencer": "the adversarial attack rewrites the prompt from the model's scores",
+    "ToTInferencer": "each tree-of-thought step is prompted with thoughts the model generated",
 }
 
 
@@ -232,6 +254,12 @@ class Compiler:
                 f"unknown inferencer {inf_type!r}; available: {', '.join(INFERENCERS)}",
                 key_path="infer_cfg.inferencer.type", hint=_did_you_mean(inf_type, list(INFERENCERS)))
         kind = INFERENCERS[inf_type]
+        if kind == "loop":
+            raise UnsupportedError(
+                f"{inf_type} needs a model in the loop: {_MODEL_LOOP_WHY[inf_type]}, so there "
+                "is no prompt to compile without running the model",
+                key_path="infer_cfg.inferencer.type",
+                hint="see docs/opencompass-corpus.md (model-in-the-loop inferencers)")
         params = {k: v for k, v in inf_cfg.items() if k != "type"}
         unknown = set(params) - _INFERENCER_KEYS[kind]
         if unknown and self.policy.name != "opencompass":
@@ -305,18 +333,33 @@ class Compiler:
             raise err.located(dataset=job.abbr)
         labels = None
         gen, ppl = (plan.gen_records, plan.ppl_records) if lean else (gen_records, ppl_records)
-        if kind == "gen":
-            token = params.get("gen_field_replace_token", "")
+        token = params.get("gen_field_replace_token", "")
+        if kind == "gen" and params.get("multiround"):
+            records = multiround_records(job, retrieved, reply=reply,
+                                         gen_field_replace_token=token)
+        elif kind == "gen":
             records = gen(job, retrieved, gen_field_replace_token=token, rows=rows)
-        elif kind == "ppl":
+        elif kind == "sc":
+            sc_size = params.get("sc_size", 1)
+            records = (replace(r, extra={**r.extra, "samples": sc_size}) for r in
+                       gen_records(job, retrieved, gen_field_replace_token=token, rows=rows))
+        elif kind in ("ppl", "ll"):
             labels = list(params["labels"]) if params.get("labels") is not None else job.labels()
-            records = ppl(job, retrieved, labels=labels,
-                          normalizing_str=job.options.get("normalizing_str"), rows=rows)
+            if kind == "ll":
+                records = ll_records(job, ppl_records(job, retrieved, labels=labels, rows=rows))
+            else:
+                records = ppl(job, retrieved, labels=labels,
+                              normalizing_str=job.options.get("normalizing_str"), rows=rows)
+        elif kind in ("ppl_only", "inference_ppl_only"):
+            records = ppl_only_records(job, retrieved, token_labels=kind != "ppl_only")
+        elif kind == "sw_ce_loss":
+            records = sw_ce_loss_records(job, params)
         elif kind == "clp":
             records = clp_records(job, retrieved)
         else:
             records = chat_records(job, infer_mode=params.get("infer_mode", "last"), reply=reply)
-        if rows is not None and kind in ("clp", "chat"):
+        if rows is not None and (kind in ("clp", "chat", "ppl_only", "inference_ppl_only",
+                                          "sw_ce_loss") or params.get("multiround")):
             records = (r for r in records if r.index in rows)
         return retrieved, labels, _located(records, job)
 

@@ -2,8 +2,8 @@
 
 Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
 
-    {"dataset", "model", "mode": "gen"|"ppl"|"clp"|"chat", "index",
-     "label" (ppl only), "turn" (chat only), "ice_ids",
+    {"dataset", "model", "mode": "gen"|"ppl"|"clp"|"chat"|"ll"|"loss", "index",
+     "label" (ppl, ll), "turn" (chat; multiround gen), "continuation" (ll), "ice_ids",
      "dropped_ice_ids", "token_len_before", "token_len_after" (only when max_seq_len dropped
      examples or the prompt is over it), "over_limit": true (only then), "prompt",
      "prompt_sha256", "spans" (with --spans: see :mod:`prompt_compiler.spans`)}
@@ -133,11 +133,14 @@ def record_json(rec: Record) -> dict[str, Any]:
         raise err.located(dataset=rec.dataset, model=rec.model, row=rec.index) from None
     out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
                            "index": rec.index}
-    if rec.mode == "ppl":
+    if rec.mode in ("ppl", "ll"):
         _check_strict(rec, "label", rec.label)
         out["label"] = rec.label
-    if rec.mode == "chat":
+    if rec.mode == "chat" or rec.turn is not None:
         out["turn"] = rec.turn
+    if rec.mode == "ll":
+        _check_strict(rec, "continuation", rec.extra.get("continuation"))
+        out["continuation"] = rec.extra.get("continuation")
     out["ice_ids"] = list(rec.ice_ids)
     dropped = list(rec.retrieved_ids[len(rec.ice_ids):])
     if dropped or rec.over_limit:  # the truncation report

@@ -160,3 +160,65 @@ def test_a_dataset_without_abbr_or_path_is_still_an_error(tmp_path: Path, entry:
     assert proc.returncode == 1
     assert proc.stderr.startswith("compile-prompts: error: ")
     assert "abbr" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def scoring_dataset(name: str, inferencer: str, reader: str, template: str) -> str:
+    return f"""
+        from opencompass.openicl.icl_prompt_template import PromptTemplate
+        from opencompass.openicl.icl_retriever import ZeroRetriever
+        from opencompass.openicl.icl_inferencer import {inferencer.split(',')[0]}
+        {name}_datasets = [dict(abbr='{name}', type='JsonlDataset', path='../data/rows.jsonl',
+            reader_cfg={reader},
+            infer_cfg=dict(
+                prompt_template=dict(type=PromptTemplate, template={template}),
+                retriever=dict(type=ZeroRetriever),
+                inferencer=dict(type={inferencer})))]
+        """
+
+
+def test_scoring_inferencers_through_the_cli(tmp_path: Path) -> None:
+    write(tmp_path, "data/rows.jsonl", '{"q": "x1", "a": "yes", "cont": " tail"}\n')
+    write(tmp_path, "configs/datasets/s/ll.py", scoring_dataset(
+        "ll_ds", "LLInferencer", "dict(input_columns=['q'], output_column='a')",
+        "dict(yes='Q: {q} yes', no='Q: {q} no')"))
+    write(tmp_path, "configs/datasets/s/pplonly.py", scoring_dataset(
+        "pplonly_ds", "PPLOnlyInferencer", "dict(input_columns=['q'], output_column=None)",
+        "dict(round=[dict(role='HUMAN', prompt='Q: {q}'), dict(role='BOT', prompt='ok')])"))
+    write(tmp_path, "configs/datasets/s/sc.py", scoring_dataset(
+        "sc_ds", "SCInferencer, sc_size=5, max_out_len=9",
+        "dict(input_columns=['q'], output_column='a')",
+        "dict(round=[dict(role='HUMAN', prompt='Q: {q}'), dict(role='BOT', prompt='{a}')])"))
+    write(tmp_path, "configs/datasets/s/swce.py", scoring_dataset(
+        "swce_ds", "SWCELossInferencer, block_size=64",
+        "dict(input_columns=['q'], output_column=None)", "'Doc {q}.'"))
+    write(tmp_path, "configs/datasets/s/all.py", """
+        from mmengine.config import read_base
+        with read_base():
+            from .ll import *
+            from .pplonly import *
+            from .sc import *
+            from .swce import *
+        """)
+    proc, out = compile_(tmp_path, eval_config(tmp_path, "s.all"))
+    assert proc.returncode == 0, proc.stderr
+    assert [(r["mode"], r["label"], r["continuation"], r["prompt"])
+            for r in records(out, "ll_ds")] == [
+        ("ll", "yes", " tail", "Q: x1 yes"), ("ll", "no", " tail", "Q: x1 no")]
+    # scored whole: the BOT turn is rendered in full (ppl mode)
+    assert [(r["mode"], r["prompt"]) for r in records(out, "pplonly_ds")] == [
+        ("ppl", "<H>Q: x1\n<B>ok")]
+    assert [(r["mode"], r["prompt"]) for r in records(out, "sc_ds")] == [("gen", "<H>Q: x1\n<B>")]
+    assert [(r["mode"], r["prompt"]) for r in records(out, "swce_ds")] == [("loss", "Doc x1.")]
+
+
+@pytest.mark.parametrize("inferencer", ["AgentInferencer", "AttackInferencer", "ToTInferencer"])
+def test_model_in_the_loop_inferencers_are_a_clear_error(tmp_path: Path, inferencer: str) -> None:
+    write(tmp_path, "data/rows.jsonl", '{"q": "x1", "a": "y"}\n')
+    write(tmp_path, "configs/datasets/s/loop.py", scoring_dataset(
+        "loop_ds", inferencer, "dict(input_columns=['q'], output_column='a')", "'Q: {q}'"))
+    proc, _ = compile_(tmp_path, eval_config(tmp_path, "s.loop"), "--check")
+    assert proc.returncode == 1
+    line = proc.stderr.strip()
+    assert line.startswith("compile-prompts: error: ") and "\n" not in line
+    assert f"{inferencer} needs a model in the loop" in line
+    assert "loop_ds" in line and "infer_cfg.inferencer.type" in line

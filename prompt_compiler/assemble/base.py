@@ -99,11 +99,15 @@ class Job:
         assert tp is not None
         row = self.rows.train[i]
         label = None
+        col = self.reader.output_column
+        if col is None:
+            # OpenCompass reads every example's answer (row[output_column]) before filling
+            # the ice template, so examples without an output column fail there.
+            raise DataError("in-context examples need reader_cfg.output_column (each example's "
+                            "answer is read from it)", key_path="reader_cfg.output_column",
+                            hint="set output_column, or use ZeroRetriever",
+                            reference=("KeyError", "None"))
         if tp.kind == "labels":
-            col = self.reader.output_column
-            if col is None:
-                raise DataError("a label-dict ice template needs reader_cfg.output_column",
-                                key_path="infer_cfg.ice_template")
             label = row.get(col)
         try:
             item = tp.ice_item(row, label, self.policy)
