@@ -355,7 +355,7 @@ class Compiler:
         elif kind == "sw_ce_loss":
             records = sw_ce_loss_records(job, params)
         elif kind == "clp":
-            records = clp_records(job, retrieved)
+            records = clp_records(job, retrieved, single_token=params.get("single_token", True))
         else:
             records = chat_records(job, infer_mode=params.get("infer_mode", "last"), reply=reply)
         if rows is not None and (kind in ("clp", "chat", "ppl_only", "inference_ppl_only",

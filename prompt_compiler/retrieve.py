@@ -103,7 +103,7 @@ class FixKRetriever:
                     f"fix_id_list[{pos}] = {i} is out of range: the training split has "
                     f"{len(train)} rows (ids 0..{len(train) - 1})",
                     key_path=f"infer_cfg.retriever.fix_id_list[{pos}]",
-                    reference=("AssertionError", "Index out of range"),
+                    reference=("AssertionError", f"Index {i} is out of range of {len(train)}"),
                 )
         return Repeated(self.fix_id_list, len(test))
 

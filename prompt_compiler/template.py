@@ -476,11 +476,11 @@ def oc_format(tp: Rendered, values: RowValues) -> Rendered:
     return PromptList(tuple(out))
 
 
-def _fill_text(text: str, values: RowValues) -> str:
-    """OpenCompass's sequential filling (via a parsed pattern when that is equivalent)."""
+def _fill_text(text: str, values: RowValues, *, sequential: bool = True) -> str:
+    """Placeholders filled from ``values``: OpenCompass's sequential filling, or one pass."""
     if "{" not in text:
         return text
-    return Pattern.parse(text).fill(values, sequential=True)
+    return Pattern.parse(text).fill(values, sequential=sequential)
 
 
 # -- raw OpenAI-style messages ---------------------------------------------------
@@ -531,7 +531,8 @@ class RawPromptTemplate:
 
     kind = "raw"
 
-    def _messages(self, row: Mapping[str, Any], ice: Ice | None, with_strings: bool) -> list[Any]:
+    def _messages(self, row: Mapping[str, Any], ice: Ice | None, with_strings: bool,
+                  policy: Policy) -> list[Any]:
         values = RowValues.of(row)
         out: list[Any] = []
         for msg in self.messages:
@@ -546,22 +547,24 @@ class RawPromptTemplate:
                 continue
             new = copy.deepcopy(dict(msg))
             if self.format_variables and isinstance(new.get("content"), str):
-                new["content"] = _fill_text(new["content"], values)
+                # OpenCompass re-reads inserted values as template text (D1).
+                new["content"] = _fill_text(new["content"], values,
+                                            sequential=not policy.fixes("D1"))
             out.append(new)
         return out
 
     def ice_item(self, row: Mapping[str, Any], label: Any, policy: Policy) -> list[Any]:
-        return self._messages(row, None, with_strings=False)
+        return self._messages(row, None, with_strings=False, policy=policy)
 
     def gen_item(self, row: Mapping[str, Any], ice: Ice, policy: Policy, *,
                  output_column: str | None = None, replace_token: str = "") -> list[Any]:
         if policy.fixes("D15") and output_column is not None:
             row = mask_row(row, output_column, replace_token)
-        return self._messages(row, ice, with_strings=True)
+        return self._messages(row, ice, with_strings=True, policy=policy)
 
     def label_item(self, row: Mapping[str, Any], ice: Ice, label: Any, policy: Policy, *,
                    remain_sep: bool = False) -> list[Any]:
-        return self._messages(row, ice, with_strings=True)
+        return self._messages(row, ice, with_strings=True, policy=policy)
 
     @property
     def labels(self) -> list[Any]:

@@ -47,6 +47,7 @@ def encode(value: Any) -> Any:
 
 
 def build(case: dict[str, Any]):  # noqa: C901 - one place that wires OpenCompass together
+    import numpy as np
     import torch
     from datasets import Dataset, DatasetDict
     from opencompass.datasets.base import BaseDataset
@@ -84,7 +85,7 @@ def build(case: dict[str, Any]):  # noqa: C901 - one place that wires OpenCompas
 
         def get_ppl(self, inputs, mask_length=None):
             calls.append({"call": "get_ppl", "inputs": encode(list(inputs))})
-            return torch.zeros(len(inputs))
+            return np.zeros(len(inputs))
 
         def get_ppl_tokenwise(self, inputs, label, mask_length=None):
             calls.append({"call": "get_ppl_tokenwise", "inputs": encode(list(inputs)),
@@ -150,8 +151,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
                     retriever.retrieve(), retriever, max_seq_len=inferencer.max_seq_len,
                     prompt_template=prompt_t)
             else:
+                extra = {}
+                if (case.get("options") or {}).get("normalizing_str") is not None:
+                    extra["normalizing_str"] = case["options"]["normalizing_str"]
                 inferencer.inference(retriever, ice_template=ice_t, prompt_template=prompt_t,
-                                     output_json_filepath=tmp, output_json_filename="p.json")
+                                     output_json_filepath=tmp, output_json_filename="p.json",
+                                     **extra)
                 saved = json.loads((Path(tmp) / "p.json").read_text())
                 out["saved"] = saved
     except Exception as exc:  # OpenCompass itself raised: that is the expected behaviour

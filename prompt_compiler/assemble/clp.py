@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ..errors import UnsupportedError
+from ..errors import MissingFieldError, UnsupportedError
 from .base import Job, Record
 
 __all__ = ["clp_records"]
 
 
-def clp_records(job: Job, retrieved: Sequence[Sequence[int]]) -> Iterator[Record]:
+def clp_records(job: Job, retrieved: Sequence[Sequence[int]], *,
+                single_token: bool = True) -> Iterator[Record]:
     """The gen-style prompt (answer masked), fitted so that prompt + 1 token <= max_seq_len."""
     model = job.model
     if model.is_api:
@@ -20,6 +21,17 @@ def clp_records(job: Job, retrieved: Sequence[Sequence[int]]) -> Iterator[Record
             model=model.abbr, hint="use a gen or ppl config for API models",
             reference=("ValueError", "API model is not supported for conditional log probability "
                        "inference and skip this exp."))
+    # OpenCompass builds every row's in-context examples, then reads the choices from the
+    # first test row, before any prompt exists.
+    for index, ids in enumerate(retrieved):
+        job.row = index
+        job.build_ice(list(ids))
+    job.row = 0
+    if single_token and job.rows.test and "choices" not in job.rows.test[0]:
+        raise MissingFieldError(
+            "CLPInferencer scores the options in the rows' 'choices' column, which the rows "
+            "do not have", key_path="reader_cfg", hint="add a 'choices' list to every row",
+            reference=("KeyError", "'choices'"))
     for index, ids in enumerate(retrieved):
         job.row = index
         used = list(ids)

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import RenderError
+from ..template import RawPromptTemplate
 from .base import Job, Record
 
 __all__ = ["ppl_records", "ppl_reference_failure", "ppl_row_records"]
@@ -82,7 +83,8 @@ def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[A
         extra: dict[str, Any] = {}
         if normalizing_str is not None:
             extra = _split_normalizing(job, prompt, normalizing_str)
-            rendered = model.render(extra.pop("scored"), "ppl", policy)
+            prompt = extra.pop("scored")  # OpenCompass keeps context + answer, sep removed
+            rendered = model.render(prompt, "ppl", policy)
         out.append(Record(
             dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=rendered,
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
@@ -100,6 +102,11 @@ def ppl_reference_failure(job: Job, first_ice: Any) -> tuple[str, str] | None:
     With an API-style parser and a meta template the parsed prompts are message lists,
     which its bookkeeping then treats as strings.
     """
+    if job.model.parser == "lm" and isinstance(job.prompt_template or job.ice_template,
+                                               RawPromptTemplate):
+        # Only an empty message list reaches an LM parser (a batch of nothing); the scoring
+        # bookkeeping then strips the in-context text from it as if it were a string.
+        return ("AttributeError", "'list' object has no attribute 'replace'")
     if job.model.parser == "lm" or job.model.meta is None:
         return None
     parsed_ice = job.model.render(first_ice, "ppl", job.policy) if first_ice is not None else ""

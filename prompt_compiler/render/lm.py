@@ -58,6 +58,9 @@ def render_lm(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy)
     generates) or ``"ppl"`` (render everything)."""
     if isinstance(prompt, str):
         return prompt  # string templates are never wrapped
+    if isinstance(prompt, list) and not prompt:
+        # OpenCompass's parser treats a plain list as a batch: [] comes back as [].
+        return prompt  # type: ignore[return-value]
     if not isinstance(prompt, PromptList):
         raise RenderError(
             "an LM (base/local) model cannot take an OpenAI-style message list",
