@@ -19,8 +19,8 @@ from .assemble.chat import chat_records
 from .assemble.clp import clp_records
 from .assemble.gen import gen_records
 from .assemble.multiround import multiround_records
-from .assemble.scoring import ll_records, ppl_only_records, sw_ce_loss_records
 from .assemble.ppl import ppl_records, ppl_reference_failure
+from .assemble.scoring import ll_records, ppl_only_records, sw_ce_loss_records
 from .config.custom import circular_rows, complete_custom_dataset
 from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
 from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError

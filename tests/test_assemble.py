@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from prompt_compiler import Compiler, UnsupportedError
+from prompt_compiler import Compiler, MissingFieldError, UnsupportedError
 
 MODES = pytest.mark.parametrize("mode", ["opencompass", "default"])
 
@@ -250,7 +250,7 @@ def test_clp_with_api_model_is_unsupported(mode):
 
 @MODES
 def test_clp_with_lm_model_builds_gen_prompt(mode):
-    ds = gen_dataset()
+    ds = gen_dataset(test=({"q": "test", "a": "gold", "choices": ["A", "B"]},))
     ds["infer_cfg"]["inferencer"] = {"type": "CLPInferencer"}
     # 15 tokens + 1 must fit in 16
     (rec,) = Compiler(mode=mode).compile(ds, lm(16)).records
@@ -259,6 +259,17 @@ def test_clp_with_lm_model_builds_gen_prompt(mode):
     (short,) = Compiler(mode=mode).compile(ds, lm(12)).records
     assert short.ice_ids == (0, 1)  # 11 + 1 <= 12
     assert short.prompt == "Q: t0 A: a0\nQ: t1 A: a1\nQ: test A: "
+
+
+@pytest.mark.parametrize("mode", ["default", "opencompass"])
+def test_clp_rows_without_choices_fail_before_any_prompt(mode):
+    # OpenCompass reads the options from the first test row's 'choices' first thing.
+    ds = gen_dataset()
+    ds["infer_cfg"]["inferencer"] = {"type": "CLPInferencer"}
+    with pytest.raises(MissingFieldError) as info:
+        Compiler(mode=mode).compile(ds, lm())
+    assert info.value.reference == ("KeyError", "'choices'")
+    assert "'choices' column" in str(info.value) and "row 0" in str(info.value)
 
 
 # -- Chat -----------------------------------------------------------------------------------------
