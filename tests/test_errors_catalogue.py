@@ -288,7 +288,7 @@ def test_fix_id_out_of_range():
     err = fails(ds, expected=RetrievalError)
     text = located(err, key_path="infer_cfg.retriever.fix_id_list[1]")
     assert "fix_id_list[1] = 5 is out of range: the training split has 2 rows" in text
-    assert err.reference == ("AssertionError", "Index out of range")
+    assert err.reference == ("AssertionError", "Index 5 is out of range of 2")  # as OpenCompass
 
 
 def test_examples_without_ice_template():
