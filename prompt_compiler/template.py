@@ -43,7 +43,9 @@ def mask_row(row: Mapping[str, Any], column: str | None, token: str) -> dict[str
     return out
 
 
-_ROLE_TEXT_KEYS = ("role", "fallback_role", "begin", "end")  # a non-str prompt: RenderError when filled
+# Looked up by name or joined into the prompt text (a non-str prompt: RenderError when filled).
+_ROLE_TEXT_KEYS = ("role", "fallback_role", "begin", "end", "api_role")
+_PRESENT_MEANS_STR = ("begin", "end", "api_role")  # these override the meta role's text
 
 
 def _role_item(obj: Any) -> Item:
@@ -53,7 +55,7 @@ def _role_item(obj: Any) -> Item:
         for key in _ROLE_TEXT_KEYS:  # looked up by name or joined into the prompt text
             value = item.get(key)
             if item.has(key) and not isinstance(value, str) and (
-                    value is not None or key in ("begin", "end")):
+                    value is not None or key in _PRESENT_MEANS_STR):
                 raise TypeError(f"a role item's {key!r} must be a str, got "
                                 f"{type(value).__name__}")
     return item

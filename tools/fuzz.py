@@ -148,8 +148,9 @@ def judge(code: int, stderr: str, out: Path) -> Outcome:
             return Outcome("crash", "invalid output (" + problem.split(":", 1)[-1].strip()[:60]
                            + ")", problem, code)
         return Outcome("ok", exit=0)
-    if code == 1:
-        lines = stderr.splitlines()
+    if code == 1:  # warnings may come first; the error itself is one line
+        warning = "compile-prompts: warning: "
+        lines = [ln for ln in stderr.splitlines() if not ln.startswith(warning)]
         if len(lines) != 1 or not lines[0].startswith("compile-prompts: error: "):
             return Outcome("crash", "error is not one line", stderr[:300], code)
         return Outcome("ok", detail=lines[0], exit=1)
