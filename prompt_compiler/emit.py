@@ -6,7 +6,7 @@ Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
      "label" (ppl, ll), "turn" (chat; multiround gen), "continuation" (ll), "ice_ids",
      "dropped_ice_ids", "token_len_before", "token_len_after" (only when max_seq_len dropped
      examples or the prompt is over it), "over_limit": true (only then), "prompt",
-     "prompt_sha256", "spans" (with --spans: see :mod:`prompt_compiler.spans`)}
+     "prompt_sha256", "gold", "spans" (with --spans: see :mod:`prompt_compiler.spans`)}
 
 ``prompt`` is exactly what the model receives (a string, or a list of messages);
 ``prompt_sha256`` hashes its UTF-8 text (a string) or its canonical JSON (a list).
@@ -119,10 +119,7 @@ def record_json(rec: Record) -> dict[str, Any]:
     Raises:
         DataError: the prompt or label holds NaN/Infinity or a lone surrogate (row named).
     """
-    # Chat-template models take OpenAI messages when generating; scored (ppl) prompts stay
-    # what OpenCompass's parser gave the model.
-    chat = rec.chat_messages if rec.mode in ("gen", "chat") else None
-    given = rec.model_input if rec.model_input is not None else (chat if chat is not None else rec.prompt)
+    given = rec.prompt
     try:
         prompt = given if isinstance(given, str) else json.loads(_canonical(given))
     except ValueError as exc:  # NaN/Infinity inside a message list
@@ -151,6 +148,7 @@ def record_json(rec: Record) -> dict[str, Any]:
         out["over_limit"] = True
     out["prompt"] = prompt
     out["prompt_sha256"] = digest
+    out["gold"] = _plain(rec, rec.gold)
     if rec.spans is not None:
         from .spans import UNKNOWN
 
@@ -180,6 +178,14 @@ def _unwritable(rec: Record, name: str, exc: BaseException) -> DataError:
         why = f"cannot be written as JSON: {exc}"
     return DataError(f"the {name} of this record {why}", dataset=rec.dataset, model=rec.model,
                      row=rec.index, hint="fix the value in the data or the config")
+
+
+def _plain(rec: Record, value: Any) -> Any:
+    """A JSON-ready copy of a data value (tuples as lists; other types by their ``str``)."""
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+    except ValueError as exc:
+        raise _unwritable(rec, "gold answer", exc) from None
 
 
 def sha256_file(path: Path) -> str:

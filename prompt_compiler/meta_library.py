@@ -3,7 +3,8 @@ r"""The model meta template library: one YAML (or JSON) file per model family.
 A *model template* file wraps an OpenCompass-style ``meta_template`` (``round``,
 ``reserved_roles``, ``begin``, ``end``, ``eos_token_id``) with a name, aliases, the
 renderer that consumes it by default and, optionally, LazyLLM-style ``prompter`` token
-slots. The files shipped with the project live in ``<repo>/meta_templates``; more
+slots. The files shipped with the project live in ``prompt_compiler/meta_templates``
+(package data, so every install method has them); more
 folders can be added through the ``PROMPT_COMPILER_META_TEMPLATES`` environment variable
 (``os.pathsep``-separated) or by building a :class:`MetaTemplateLibrary` directly::
 
@@ -523,17 +524,13 @@ def _load_folder(folder: str | os.PathLike[str]) -> list[ModelTemplate]:
 
 
 def builtin_template_dirs() -> list[Path]:
-    """The folders of the shipped templates that exist.
+    """The folder of the shipped templates: ``prompt_compiler/meta_templates`` (package data).
 
-    ``<repo>/meta_templates`` beside the package (source checkout or editable install),
-    or ``prompt_compiler/meta_templates`` inside the package when shipped as package data.
+    Found relative to this module, so a wheel, ``pip install .``, an editable install and a
+    source checkout all find it from any working directory.
     """
-    here = Path(__file__).resolve().parent
-    candidates = [here / "meta_templates", here.parent / "meta_templates"]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return [candidate]  # the first found wins, so the two never collide
-    return []
+    folder = Path(__file__).resolve().parent / "meta_templates"
+    return [folder] if folder.is_dir() else []
 
 
 def _env_dirs() -> list[Path]:

@@ -8,13 +8,53 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .errors import ConfigError, PromptCompilerError, RegistryError
+from .errors import ConfigError, PromptCompilerError, RegistryError, RenderError, UnknownRoleError
 from .policy import Policy
+from .promptlist import PromptList
 from .render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
 from .render.api import prompt_text
 from .tokenize import Tokenizer
 
-__all__ = ["Model", "TokenCounter", "whitespace_tokens"]
+__all__ = ["OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter", "openai_messages",
+           "whitespace_tokens"]
+
+OPENAI_COMPATIBLE_MODELS = frozenset({
+    "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout"})
+"""OpenCompass API classes that send OpenAI chat-completion messages (``openai_api.py``)."""
+
+_OPENAI_ROLE = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
+_CHATML_ROLES = frozenset(_OPENAI_ROLE.values())
+
+
+def openai_messages(rendered: Any) -> Any:
+    """The request messages OpenCompass's ``OpenAI`` class builds from an API prompt.
+
+    A string becomes one user message; ``HUMAN``/``BOT``/``SYSTEM`` items become
+    ``user``/``assistant``/``system`` messages (one per item, nothing merged); a list that
+    is already ``system``/``user``/``assistant`` messages goes through as it is.
+    """
+    if isinstance(rendered, str):
+        return [{"role": "user", "content": rendered}]
+    if rendered and all(isinstance(m, Mapping) and m.get("role") in _CHATML_ROLES
+                        and "content" in m for m in rendered):
+        return [dict(m) for m in rendered]
+    out = []
+    for item in rendered:
+        if not isinstance(item, Mapping) or "prompt" not in item:
+            raise RenderError(
+                "the OpenAI API takes messages only; this prompt holds "
+                + ("a bare string (the meta template's 'begin')" if isinstance(item, str)
+                   else f"an item without 'prompt': {item!r}"),
+                hint="move the text into a SYSTEM or HUMAN role of the meta template",
+                reference=("TypeError", "string indices must be integers"))
+        role = _OPENAI_ROLE.get(str(item.get("role")))
+        if role is None:
+            raise UnknownRoleError(
+                f"api_role {item.get('role')!r} has no OpenAI role; OpenCompass's OpenAI class "
+                "maps HUMAN, BOT and SYSTEM (to user, assistant, system)",
+                key_path="meta_template")
+        out.append({"role": role, "content": item["prompt"]})
+    return out
 
 TokenCounter = Callable[[str], int]
 _Chat = tuple[tuple[tuple[str, Any], ...], ...]  # messages as hashable item tuples
@@ -83,6 +123,8 @@ class Model:
     system_role: str | None = None
     """``native``, ``merge``, ``drop`` or ``error`` (:mod:`prompt_compiler.system_role`);
     ``None`` keeps OpenCompass's behaviour."""
+    model_class: str | None = None
+    """The OpenCompass model class (``type``), which decides an API model's request shape."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -160,8 +202,10 @@ class Model:
                     "a system message",
                     key_path=f"{where}.system_role", model=str(abbr),
                     hint="use system_role: merge (fold it into the first user turn) or drop")
+        model_class = cfg.get("type")
         return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
-                   chat_template, api_format, dict(kwargs), prompter, system_role)
+                   chat_template, api_format, dict(kwargs), prompter, system_role,
+                   str(model_class).rsplit(".", 1)[-1] if model_class is not None else None)
 
     @property
     def is_api(self) -> bool:
@@ -203,6 +247,33 @@ class Model:
         from .api_formats import format_chat
 
         return format_chat(str(self.api_format), messages)
+
+    @property
+    def openai_shaped(self) -> bool:
+        """True when an API model's requests are OpenAI messages (no class, or an OpenAI class)."""
+        return self.parser == "api" and (self.model_class is None
+                                         or self.model_class in OPENAI_COMPATIBLE_MODELS)
+
+    def inputs(self, rendered: Any, mode: str, policy: Policy) -> tuple[Any, Any, Any]:
+        """``(receives, chat_messages, delivered)`` for a rendered prompt.
+
+        ``receives`` is exactly what the model gets: the chat template's text, the API
+        format's request or the prompter's output when configured; else OpenAI messages
+        for chat-template models and OpenAI-compatible API classes; else ``rendered``
+        (the LM string, or another API class's OpenCompass messages).
+        """
+        chat = self.chat_messages(rendered, policy)
+        delivered = self.deliver(rendered, mode, policy)
+        if delivered is not None:
+            return delivered, chat, delivered
+        if chat is not None:
+            return chat, chat, None
+        if self.openai_shaped and not isinstance(rendered, PromptList):
+            try:
+                return openai_messages(rendered), chat, None
+            except PromptCompilerError as err:
+                raise err.located(model=self.abbr)
+        return rendered, chat, None
 
     def token_len(self, rendered: Any) -> int:
         """Tokens of a rendered prompt, counted as OpenCompass's model class counts them.

@@ -290,9 +290,11 @@ def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
             done = _fill(job, found, row)
             if done is not None:
                 ice = tuple(ids)
+                # lm models only: the rendered string is what the model receives
                 yield Record(dataset=abbr, model=model_abbr, mode="gen", index=index,
-                             prompt=done[0][0], ice_ids=ice, retrieved_ids=ice,
-                             token_len=done[1][0], token_len_full=done[1][0])
+                             prompt=done[0][0], rendered=done[0][0], ice_ids=ice,
+                             retrieved_ids=ice, token_len=done[1][0],
+                             token_len_full=done[1][0], gold=job.gold(index))
                 continue
         yield gen_record(job, index, ids, gen_field_replace_token)
 
@@ -319,7 +321,8 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *, labels: Sequenc
                 ice = tuple(ids)
                 for label, text, n in zip(labels, *done, strict=True):
                     yield Record(dataset=abbr, model=model_abbr, mode="ppl", index=index,
-                                 prompt=text, ice_ids=ice, retrieved_ids=ice, label=label,
-                                 token_len=n, token_len_full=n)
+                                 prompt=text, rendered=text, ice_ids=ice, retrieved_ids=ice,
+                                 label=label, token_len=n, token_len_full=n,
+                                 gold=job.gold(index))
                 continue
         yield from ppl_row_records(job, index, ids, labels)

@@ -215,27 +215,63 @@ def _write_jsonl(path: Path, rows: list[Any]) -> None:
 
 
 def expected_prompts(golden: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The golden prompts as ``(index, label-or-turn, prompt)`` in record order."""
+    """The golden prompts as ``(index, label-or-turn, prompt)`` in record order, each as
+    the model class receives it (see :func:`as_received`)."""
     kind, parser = golden["inferencer"], golden.get("parser")
     out: list[tuple[Any, ...]] = []
     for row in golden["rows"]:
         if kind == "GenInferencer":
             prompt = row["chat_messages"] if parser == "hf_chat" else row["prompt"]
-            out.append((row["index"], None, prompt))
+            out.append((row["index"], None, as_received(prompt, parser)))
         elif kind == "PPLInferencer":
             for entry in row["per_label"]:
                 prompt = entry.get("chat_messages", entry["prompt"])
-                out.append((row["index"], entry["label"], prompt))
+                out.append((row["index"], entry["label"], as_received(prompt, parser)))
         elif kind == "CLPInferencer":
-            out.append((row["index"], None, row["prompt"]))
+            out.append((row["index"], None, as_received(row["prompt"], parser)))
         elif kind == "ChatInferencer":
             prompts = row["chat_messages"] if parser == "hf_chat" else row["prompts"]
-            out.extend((row["index"], turn, p) for turn, p in enumerate(prompts))
+            out.extend((row["index"], turn, as_received(p, parser)) for turn, p in enumerate(prompts))
         else:  # pragma: no cover - filtered by skip_reason
             raise ValueError(kind)
     if kind == "PPLInferencer" and golden.get("labels_order_from_set"):
         out.sort(key=lambda t: (t[0], repr(t[1])))
     return out
+
+
+_OC_TO_OPENAI = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
+
+
+def _is_openai(prompt: Any) -> bool:
+    return isinstance(prompt, list) and bool(prompt) and all(
+        isinstance(m, dict) and m.get("role") in _OC_TO_OPENAI.values() and "content" in m
+        for m in prompt)
+
+
+def as_received(prompt: Any, parser: str | None) -> Any:
+    """What the model class of ``MODEL_CLASS[parser]`` is handed for an OpenCompass prompt.
+
+    Written from OpenCompass 0.5.4's own code: ``OpenAI._preprocess_messages``
+    (``openai_api.py``: a str is one user message, each HUMAN/BOT/SYSTEM item one message)
+    and ``_convert_chat_messages`` (``huggingface_above_v4_33.py``: the same roles, empty
+    prompts skipped, consecutive same-role messages merged with a newline).
+    """
+    if parser == "lm" or _is_openai(prompt):
+        return prompt
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if parser == "api":
+        return [{"role": _OC_TO_OPENAI[m["role"]], "content": m["prompt"]} for m in prompt]
+    merged: list[dict[str, Any]] = []
+    for m in prompt:
+        if not m["prompt"]:
+            continue
+        role = _OC_TO_OPENAI[m["role"]]
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"] += "\n" + m["prompt"]
+        else:
+            merged.append({"role": role, "content": m["prompt"]})
+    return merged
 
 
 def actual_prompts(records: list[dict[str, Any]], golden: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -105,8 +105,9 @@ def test_gen_with_meta_template_and_hf_chat(mode):
     assert rec.prompt == "<H>Q: t0</H>\n<B>a0</B>\n<H>Q: test</H>\n<B>"
     hf_chat = {"abbr": "h", "parser": "hf_chat", "meta_template": None}
     (chat,) = Compiler(mode=mode).compile(ds, hf_chat).records
-    assert chat.prompt == [{"role": "HUMAN", "prompt": "Q: t0\n"}, {"role": "BOT", "prompt": "a0"},
-                           {"role": "HUMAN", "prompt": "Q: test\n"}]
+    assert chat.rendered == [{"role": "HUMAN", "prompt": "Q: t0\n"}, {"role": "BOT", "prompt": "a0"},
+                             {"role": "HUMAN", "prompt": "Q: test\n"}]
+    assert chat.prompt == chat.chat_messages  # what the model receives: OpenAI messages
     assert chat.chat_messages == [{"role": "user", "content": "Q: t0\n"},
                                   {"role": "assistant", "content": "a0"},
                                   {"role": "user", "content": "Q: test\n"}]
@@ -315,8 +316,10 @@ def test_chat_last_api(mode):
                       {"role": "BOT", "api_role": "BOT", "generate": True}]}
     (rec,) = Compiler(mode=mode).compile(chat_dataset("last"), {"abbr": "g", "parser": "api",
                                                                 "meta_template": meta}).records
-    assert rec.prompt == [{"role": "HUMAN", "prompt": "q1"}, {"role": "BOT", "prompt": "a1"},
-                          {"role": "HUMAN", "prompt": "q2"}]
+    assert rec.rendered == [{"role": "HUMAN", "prompt": "q1"}, {"role": "BOT", "prompt": "a1"},
+                            {"role": "HUMAN", "prompt": "q2"}]
+    assert rec.prompt == [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                          {"role": "user", "content": "q2"}]
 
 
 @MODES

@@ -35,7 +35,7 @@ MODELS = {  # abbr -> type of the compiled prompt
     "gpt-4o-mini": list,
     "qwen2.5-7b-instruct-hf": list,
 }
-BASE_KEYS = {"dataset", "model", "mode", "index", "ice_ids", "prompt", "prompt_sha256"}
+BASE_KEYS = {"dataset", "model", "mode", "index", "ice_ids", "prompt", "prompt_sha256", "gold"}
 
 # Two datasets; the second declares an input column its rows lack, so compiling it fails
 # after the first has been compiled.
@@ -149,10 +149,7 @@ def test_records_have_exactly_the_documented_keys(compiled: Path) -> None:
             assert set(rec) == keys, (name, rec)
             assert list(rec)[:4] == ["dataset", "model", "mode", "index"]
             assert (rec["dataset"], rec["model"], rec["mode"]) == (dataset, model, mode)
-            # a plain string template reaches an API model as the string itself
-            plain = (model, dataset) == ("gpt-4o-mini", "capitals-gen-0shot")
-            kind = str if plain else MODELS[model]
-            assert isinstance(rec["prompt"], kind), (name, rec["prompt"])
+            assert isinstance(rec["prompt"], MODELS[model]), (name, rec["prompt"])
             assert rec["prompt_sha256"] == canonical_sha(rec["prompt"])
 
 
@@ -183,6 +180,10 @@ def test_example_shapes(compiled: Path) -> None:
     capitals = read_jsonl((compiled / model / "capitals-gen-0shot.jsonl").read_bytes())
     question = "What is the capital of France? Reply with the city name only.\n"
     assert capitals[0]["prompt"] == question
+    assert capitals[0]["gold"] == "Paris"
+    # OpenCompass's OpenAI class sends a plain string prompt as one user message
+    api = read_jsonl((compiled / "gpt-4o-mini" / "capitals-gen-0shot.jsonl").read_bytes())
+    assert api[0]["prompt"] == [{"role": "user", "content": question}]
 
     chat = read_jsonl((compiled / "gpt-4o-mini" / "dialogue-chat.jsonl").read_bytes())
     assert [(r["index"], r["turn"]) for r in chat[:4]] == [(0, 0), (0, 1), (0, 2), (1, 0)]

@@ -22,7 +22,7 @@ from prompt_compiler.meta_library import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = sorted((REPO / "meta_templates").glob("*.yaml"))
+SHIPPED = sorted((REPO / "prompt_compiler" / "meta_templates").glob("*.yaml"))
 
 # The families the library promises to ship.
 REQUIRED = [
@@ -521,4 +521,4 @@ def test_model_template_is_a_frozen_value() -> None:
     assert isinstance(template, ModelTemplate)
     with pytest.raises(AttributeError):
         template.name = "x"  # type: ignore[misc]
-    assert template == load_template_file(REPO / "meta_templates" / "chatml.yaml")
+    assert template == load_template_file(REPO / "prompt_compiler" / "meta_templates" / "chatml.yaml")

@@ -58,8 +58,9 @@ def test_chat_template_needs_an_hf_chat_model():
 def test_api_format_shapes_the_request():
     rec = compile_one({"abbr": "m", "parser": "api", "meta_template": API_META,
                        "api_format": "GeminiChatWrapper"})
-    assert rec.prompt == [{"role": "HUMAN", "prompt": "Q: 2+2?\n- 3\n- 4\n"}]
+    assert rec.rendered == [{"role": "HUMAN", "prompt": "Q: 2+2?\n- 3\n- 4\n"}]
     assert rec.model_input == [{"role": "user", "parts": ["## Dialogue History\nuser: Q: 2+2?\n- 3\n- 4\n"]}]
+    assert rec.prompt == rec.model_input
 
 
 def test_unknown_api_format_is_a_registry_error():

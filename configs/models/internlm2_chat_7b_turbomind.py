@@ -1,5 +1,5 @@
 # A model whose meta template is named instead of spelled out: 'internlm2-chat' is looked up
-# in the built-in library (meta_templates/internlm2-chat.yaml; `compile-prompts models` lists
+# in the built-in library (prompt_compiler/meta_templates/internlm2-chat.yaml; `compile-prompts models` lists
 # them all). The class (TurboMindModel) says how prompts are rendered: `lm`, one string.
 #
 # A building block of ../eval_demo.py, imported as `internlm2_chat_7b_turbomind`. Not named

@@ -28,8 +28,12 @@ class Record:
         model: Model abbr.
         mode: ``gen``, ``ppl``, ``clp`` or ``chat``.
         index: Test-row index within the (ranged) test split.
-        prompt: The model input: a str, or a message list for API/chat models.
+        prompt: Exactly what the model receives: a str (LM models, chat templates), or the
+            request messages (chat-template models without a template, API models).
+        rendered: OpenCompass's parser output (LM string or its API message form), the
+            form OpenCompass's own records hold.
         intermediate: The template stage's output (PromptList, str or messages).
+        gold: The test row's output-column value (``None`` without an output column).
         ice_ids: In-context example ids used (after ``max_seq_len`` truncation).
         retrieved_ids: Ids the retriever chose (before truncation).
         label: The PPL label this prompt scores (``None`` otherwise).
@@ -63,6 +67,8 @@ class Record:
     over_limit: bool = False
     spans: Any = None
     """Span provenance when asked for (:mod:`prompt_compiler.spans`); ``None`` otherwise."""
+    rendered: Any = None
+    gold: Any = None
 
 
 @dataclass
@@ -246,3 +252,14 @@ class Job:
                 cache.clear()
             n = cache[rendered] = self.model.token_len(rendered)
         return n
+
+    def gold(self, index: int) -> Any:
+        """The output-column value of test row ``index`` (``None`` without one)."""
+        col = self.reader.output_column
+        return None if col is None else self.rows.test[index].get(col)
+
+    def final(self, rendered: Any, mode: str) -> dict[str, Any]:
+        """The Record fields that say what the model receives (see :meth:`Model.inputs`)."""
+        prompt, chat, delivered = self.model.inputs(rendered, mode, self.policy)
+        return {"prompt": prompt, "rendered": rendered, "chat_messages": chat,
+                "model_input": delivered}

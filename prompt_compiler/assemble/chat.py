@@ -146,7 +146,6 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
                 rendered: Any = chat_to_lm(shown, meta)
             else:
                 rendered = chat_to_api(shown, meta)
-            messages = model.chat_messages(rendered, job.policy)
             if infer_mode == "every":
                 chat[pos]["content"] = answer(rendered)
             if infer_mode == "last":
@@ -159,10 +158,10 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
                 if infer_mode == "every_with_gt":
                     counter += 1
             pending.append(Record(
-                dataset=job.abbr, model=model.abbr, mode="chat", index=index, prompt=rendered,
-                intermediate=copy.deepcopy(history), turn=turn, token_len=job.token_len(rendered) if job.counts_tokens else None,
-                chat_messages=messages, model_input=model.deliver(rendered, "gen", job.policy),
-                extra={"chat": original},
+                dataset=job.abbr, model=model.abbr, mode="chat", index=index,
+                intermediate=copy.deepcopy(history), turn=turn,
+                token_len=job.token_len(rendered) if job.counts_tokens else None,
+                extra={"chat": original}, gold=job.gold(index), **job.final(rendered, "gen"),
             ))
         for rec in pending:
             rec.extra["origin_prompt"] = origin.get(index)  # type: ignore[index]

@@ -48,8 +48,9 @@ def clp_records(job: Job, retrieved: Sequence[Sequence[int]], *,
                     prompt = model.render(prompt, "gen", job.policy)
             over = job.token_len(prompt) + 1 > model.max_seq_len
         yield Record(
-            dataset=job.abbr, model=model.abbr, mode="clp", index=index, prompt=prompt,
+            dataset=job.abbr, model=model.abbr, mode="clp", index=index,
             ice_ids=tuple(used), retrieved_ids=tuple(ids),
             token_len=job.token_len(prompt) if job.counts_tokens or full is not None else None,
             token_len_full=full, over_limit=over,
+            gold=job.gold(index), **job.final(prompt, "gen"),
         )

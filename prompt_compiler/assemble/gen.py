@@ -33,10 +33,9 @@ def gen_record(job: Job, index: int, ids: Sequence[int],
             rendered = model.render(prompt, "gen", job.policy)
             n = job.token_len(rendered)
     return Record(
-        dataset=job.abbr, model=model.abbr, mode="gen", index=index, prompt=rendered,
+        dataset=job.abbr, model=model.abbr, mode="gen", index=index,
         intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids),
-        token_len=n, chat_messages=model.chat_messages(rendered, job.policy),
-        model_input=model.deliver(rendered, "gen", job.policy),
+        token_len=n, gold=job.gold(index), **job.final(rendered, "gen"),
         token_len_full=full,
         over_limit=model.max_seq_len is not None and n is not None and n > model.max_seq_len,
     )

@@ -86,10 +86,9 @@ def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[A
             prompt = extra.pop("scored")  # OpenCompass keeps context + answer, sep removed
             rendered = model.render(prompt, "ppl", policy)
         out.append(Record(
-            dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=rendered,
+            dataset=job.abbr, model=model.abbr, mode="ppl", index=index,
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
-            token_len=token_len, chat_messages=model.chat_messages(rendered, policy),
-            model_input=model.deliver(rendered, "ppl", policy), extra=extra,
+            token_len=token_len, extra=extra, gold=job.gold(index), **job.final(rendered, "ppl"),
             token_len_full=full[k],
             over_limit=limit is not None and token_len is not None and token_len > limit,
         ))

@@ -9,6 +9,7 @@ and the key path of the offending value.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ CUSTOM_KEY = "custom_dataset"
 _INFER_PARTS = ("ice_template", "prompt_template", "retriever", "inferencer")
 _DROPPED_DATASET_KEYS = frozenset({"eval_cfg"})  # evaluation only; never affects prompts
 _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
+# Model keys handed to the compiler as written (validated by building the model below).
+_MODEL_PASS_KEYS = ("template_kwargs", "api_format", "prompter", "tokenizer")
 
 
 def collect_entries(
@@ -288,7 +291,60 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
                                                     where=f"{key_path}.system_role")
         except PromptCompilerError as err:
             raise err.located(**where) from None
-    return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
+    for key in _MODEL_PASS_KEYS:
+        if entry.get(key) is not None:
+            spec[key] = _clean(entry[key], f"{key_path}.{key}", config_path, None, abbr)
+    files: list[str] = []
+    template_file = getattr(template, "path", None) if isinstance(entry.get("meta_template"), str) \
+        else None
+    if template_file is not None:
+        files.append(str(template_file))
+    if entry.get("chat_template") is not None:
+        spec["chat_template"] = _chat_template_source(
+            entry["chat_template"], Path(config_path).parent, f"{key_path}.chat_template", where)
+        if not _is_template_text(spec["chat_template"]):
+            files.append(spec["chat_template"])
+    _check_model(spec, key_path, where)
+    return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
+                       files=tuple(files))
+
+
+def _is_template_text(value: str) -> bool:
+    """Chat-template text (as :meth:`ChatTemplate.load` tells it from a path)."""
+    return "{" in value or "\n" in value
+
+
+def _chat_template_source(value: Any, config_dir: Path, key_path: str,
+                          where: dict[str, Any]) -> str:
+    """Template text as is; a path resolved against the config's folder, then the cwd."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            "'chat_template' must be template text or the path of a .jinja file, a "
+            f"tokenizer_config.json or a model folder, got {_type_name(value)}",
+            key_path=key_path, **where)
+    if _is_template_text(value):
+        return value
+    path = Path(value).expanduser()
+    for candidate in ([path] if path.is_absolute() else [config_dir / path, path]):
+        if candidate.exists():
+            return str(candidate.resolve())
+    raise ConfigError(
+        f"chat template file {value!r} does not exist (tried relative to {config_dir} and "
+        "the working directory)", key_path=key_path, **where)
+
+
+def _check_model(spec: dict[str, Any], key_path: str, where: dict[str, Any]) -> None:
+    """Build the model once, so a bad key fails at load time with its key path."""
+    from ..compiler import Compiler
+
+    try:
+        Compiler().model(spec, where=key_path)
+    except PromptCompilerError as err:
+        if err.key_path is None or not err.key_path.startswith(key_path):
+            err.key_path = key_path if err.key_path is None else f"{key_path}.{err.key_path}"
+        raise err.located(**where) from None
 
 
 def check_values(value: Any, config_path: str, key_path: str) -> None:

@@ -56,7 +56,11 @@ class ModelConfig:
     spec: dict[str, Any]
     """The case-format ``model`` dict: ``name``, ``source``, ``parser`` (``lm``/``api``/
     ``hf_chat``), ``meta_template`` (dict or None), ``max_seq_len``, ``batch_size``; plus
-    ``type``, ``max_out_len``, ``min_out_len`` when the config sets them."""
+    ``type``, ``max_out_len``, ``min_out_len`` and the keys ``chat_template`` (text, or an
+    absolute path), ``template_kwargs``, ``api_format``, ``prompter``, ``tokenizer``,
+    ``system_role`` when the config sets them."""
+    files: tuple[str, ...] = ()
+    """Files that shape this model's prompts: a meta template or chat template file."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ def _gen_rows(result: pc.CompiledDataset, golden_rows: list[dict[str, Any]]) -> 
     rows = []
     for rec in result.records:
         row = {"index": rec.index, "ice_idx": list(rec.retrieved_ids),
-               "intermediate": to_json(rec.intermediate), "prompt": to_json(rec.prompt)}
+               "intermediate": to_json(rec.intermediate), "prompt": to_json(rec.rendered)}
         if rec.chat_messages is not None:
             row["chat_messages"] = rec.chat_messages
         rows.append(row)
@@ -72,7 +72,7 @@ def _gen_rows(result: pc.CompiledDataset, golden_rows: list[dict[str, Any]]) -> 
 
 
 def _clp_rows(result: pc.CompiledDataset) -> list[dict[str, Any]]:
-    return [{"index": r.index, "prompt": to_json(r.prompt)} for r in result.records]
+    return [{"index": r.index, "prompt": to_json(r.rendered)} for r in result.records]
 
 
 def _ppl_rows(result: pc.CompiledDataset) -> list[dict[str, Any]]:
@@ -81,7 +81,7 @@ def _ppl_rows(result: pc.CompiledDataset) -> list[dict[str, Any]]:
         row = rows.setdefault(rec.index, {"index": rec.index, "ice_idx_initial": list(rec.retrieved_ids),
                                           "per_label": []})
         entry = {"label": rec.label, "ice_idx": list(rec.ice_ids),
-                 "intermediate": to_json(rec.intermediate), "prompt": to_json(rec.prompt),
+                 "intermediate": to_json(rec.intermediate), "prompt": to_json(rec.rendered),
                  "token_len": rec.token_len}
         entry.update(to_json(dict(rec.extra)))
         if rec.chat_messages is not None:
@@ -95,7 +95,7 @@ def _chat_rows(result: pc.CompiledDataset) -> list[dict[str, Any]]:
     for rec in result.records:
         row = rows.setdefault(rec.index, {"index": rec.index, "chat": rec.extra["chat"], "prompts": [],
                                           "origin_prompt": rec.extra.get("origin_prompt")})
-        row["prompts"].append(to_json(rec.prompt))
+        row["prompts"].append(to_json(rec.rendered))
         if rec.chat_messages is not None:
             row.setdefault("chat_messages", []).append(rec.chat_messages)
     return list(rows.values())
