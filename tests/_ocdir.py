@@ -231,7 +231,8 @@ def expected_prompts(golden: dict[str, Any]) -> list[tuple[Any, ...]]:
             out.append((row["index"], None, as_received(row["prompt"], parser)))
         elif kind == "ChatInferencer":
             prompts = row["chat_messages"] if parser == "hf_chat" else row["prompts"]
-            out.extend((row["index"], turn, as_received(p, parser)) for turn, p in enumerate(prompts))
+            out.extend((row["index"], turn, as_received(p, parser))
+                       for turn, p in enumerate(prompts))
         else:  # pragma: no cover - filtered by skip_reason
             raise ValueError(kind)
     if kind == "PPLInferencer" and golden.get("labels_order_from_set"):

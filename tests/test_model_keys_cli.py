@@ -54,7 +54,7 @@ def cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
 
 def compile_models(tmp_path: Path, name: str, text: str, dataset: str = DATASET_YAML
                    ) -> dict[str, Any]:
-    """Compile qa x the models of ``text`` (file ``name``) from an unrelated cwd; model -> record."""
+    """Compile qa x the models of ``text`` (file ``name``) from another cwd: model -> record."""
     cfg = tmp_path / "cfg"
     cfg.mkdir(exist_ok=True)
     (cfg / "qa.yaml").write_text(dataset, encoding="utf-8")
@@ -136,10 +136,11 @@ def test_core_model_keys_from_files(tmp_path: Path, name: str, text: str) -> Non
 def test_chat_template_file_and_template_kwargs(tmp_path: Path) -> None:
     tpl = tmp_path / "cfg" / "templates" / "tiny.jinja"
     tpl.parent.mkdir(parents=True)
-    tpl.write_text("{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}"
-                   "{% if add_generation_prompt %}<assistant>{% endif %}"
-                   "{% if enable_thinking is defined and not enable_thinking %}<no-think>{% endif %}",
-                   encoding="utf-8")
+    tpl.write_text(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+        "{% if enable_thinking is defined and not enable_thinking %}<no-think>{% endif %}",
+        encoding="utf-8")
     got = compile_models(tmp_path, "m.yaml", """\
 models:
   - abbr: tiny
@@ -205,7 +206,8 @@ def test_gold_is_in_every_record(tmp_path: Path) -> None:
     ("models: [{abbr: m, parser: hf_chat, template_kwargs: [1]}]\n",
      "m.yaml: model 'm', at models[0].template_kwargs: template_kwargs must be a dict"),
 ])
-def test_bad_model_keys_name_the_file_and_key_path(tmp_path: Path, text: str, expected: str) -> None:
+def test_bad_model_keys_name_the_file_and_key_path(tmp_path: Path, text: str,
+                                                   expected: str) -> None:
     line = error_of(tmp_path, "m.yaml", text)
     assert str(tmp_path / "cfg" / "m.yaml") + ": " + expected.split(": ", 1)[1] in line \
         or expected in line, line

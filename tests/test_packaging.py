@@ -56,8 +56,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv.EnvBuilder(with_pip=False).create(env)
     bindir = env / ("Scripts" if sys.platform == "win32" else "bin")
     python = bindir / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip()
     # The dependencies come from the running environment's site folders; the project itself
     # only from the wheel (an editable install's finder is not activated by a .pth line).
     borrowed = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
@@ -72,8 +73,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_wheel_ships_the_model_templates(installed: Path, tmp_path: Path) -> None:
-    where = _run([str(installed / "python"), "-c",
-                  "import prompt_compiler, sys; sys.stdout.write(prompt_compiler.__file__)"], tmp_path)
+    code = "import prompt_compiler, sys; sys.stdout.write(prompt_compiler.__file__)"
+    where = _run([str(installed / "python"), "-c", code], tmp_path)
     assert where.returncode == 0, where.stderr
     assert str(REPO) not in where.stdout  # the installed copy, not this checkout
     listed = _run([str(installed / "compile-prompts"), "models", "--json"], tmp_path)
