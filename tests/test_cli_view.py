@@ -135,7 +135,8 @@ def test_chromium_renders_every_prompt(compiled: Path) -> None:
     shown = [[unmark(p) for p in item["pres"]] for item in parser.items]
     for rec in records:
         prompt = rec["prompt"]
-        want = [prompt] if isinstance(prompt, str) else [m["prompt"] for m in prompt]
+        want = [prompt] if isinstance(prompt, str) else [m.get("content", m.get("prompt"))
+                                                           for m in prompt]
         assert want in shown, (rec, shown)
     # hand-checked pieces: special tokens highlighted, markup escaped, whitespace visible
     assert '<span class="tok">&lt;|im_start|&gt;</span>' in dom
@@ -156,8 +157,8 @@ def test_chromium_renders_every_prompt(compiled: Path) -> None:
     assert '<span class="o-test" title="column q (test row 2)">What is 2+2?</span>' in dom
     assert '<span class="o-train" title="column q (train row 0)">1+1?</span>' in dom
     assert '<span class="o-meta" title="meta"><span class="tok">&lt;|im_start|&gt;</span>' in dom
-    # api messages show their roles
-    assert '<div class="msg role-HUMAN"><div class="role">HUMAN</div>' in dom
+    # api messages (OpenAI's shape, as the API receives them) show their roles
+    assert '<div class="msg role-user"><div class="role">user</div>' in dom
 
 
 def test_search_box_filters_in_the_browser(compiled: Path) -> None:
