@@ -4,6 +4,14 @@ The pipeline, each stage usable alone::
 
     config -> template -> retrieve -> assemble -> render -> emit
 
+Whole suites, as the CLI compiles them::
+
+    import prompt_compiler as pc
+    suite = pc.load("configs/eval_suite.py")      # str or Path, one or many, files or folders
+    for rec in pc.compile(suite, only="gsm8k*"):    # streams records
+        send(rec.prompt)                            # exactly what the model receives
+    pc.compile_to_dir(suite, "out/")                # JSONL per pair + manifest.json
+
 >>> import prompt_compiler as pc
 >>> tp = pc.PromptTemplate("Q: {question}\\nA: {answer}")
 >>> tp.gen_item({"question": "2+2?", "answer": "4"}, "", pc.Policy.of(), output_column="answer")
@@ -11,6 +19,8 @@ The pipeline, each stage usable alone::
 """
 
 from __future__ import annotations
+
+__version__ = "0.1.0"
 
 from .assemble.base import Record
 from .compiler import CompiledDataset, Compiler
@@ -23,7 +33,7 @@ from .reader import ReaderConfig
 from .render import MetaTemplate
 from .template import PromptTemplate, RawPromptTemplate
 
-__version__ = "0.1.0"
+from .suite import Suite, compile, compile_to_dir, load  # noqa: E402,I001  (needs __version__)
 
 __all__ = [
     *_errors_all,
@@ -40,6 +50,10 @@ __all__ = [
     "ReaderConfig",
     "Record",
     "RoleItem",
+    "Suite",
     "__version__",
+    "compile",
+    "compile_to_dir",
+    "load",
     "whitespace_tokens",
 ]

@@ -26,7 +26,7 @@ from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
 from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError
 from .model import Model, TokenCounter, whitespace_tokens
 from .policy import Policy
-from .reader import ReaderConfig, prepare_rows
+from .reader import DatasetRows, ReaderConfig, prepare_rows
 from .retrieve import Retriever, default_retrievers
 from .template import PromptTemplate, RawPromptTemplate
 from .values import find_problem, join_path
@@ -288,6 +288,9 @@ class Compiler:
         from .fewshot import check_fewshot, check_ice_template
 
         opts = dict(options)
+        limit = opts.pop("limit", None)  # --limit N: the first N test rows
+        if limit is not None:
+            rows = DatasetRows(rows.train, rows.test[:limit])
         if opts.get("fewshot") is not None:  # the CLI's --fewshot wins over the dataset key
             opts["fewshot"] = check_fewshot(opts["fewshot"], where="--fewshot")
         else:
@@ -312,6 +315,13 @@ class Compiler:
         ``rows`` limits the records to those test rows (a dataset split across processes).
         """
         job, kind, params = self.job(dataset, model, options, lean=lean)
+        yield from self.job_records(job, kind, params, reply=reply, lean=lean, spans=spans,
+                                    rows=rows)
+
+    def job_records(self, job: Job, kind: str, params: Mapping[str, Any], *,
+                    reply: Callable[[Any], str] | None = None, lean: bool = False,
+                    spans: bool = False, rows: range | None = None) -> Iterator[Record]:
+        """The records of a job built by :meth:`job` (see :meth:`iter_records`)."""
         if not spans:
             yield from self._records(job, kind, params, reply, lean=lean, rows=rows)[2]
             return

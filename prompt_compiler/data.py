@@ -545,3 +545,34 @@ def read_hf_disk(path: Path) -> list[Row] | dict[str, list[Row]]:
     if isinstance(loaded, datasets.DatasetDict):
         return {str(name): list(split.to_list()) for name, split in loaded.items()}
     return list(loaded.to_list())
+
+
+def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path]:
+    """The files :func:`load_splits` reads for ``dataset`` (for the manifest), without
+    reading them: its ``path``/``data_files`` (every file of a folder), else its files in
+    ``data_dir``; none for inline rows or rows that are not found."""
+    spec = dataset.spec
+    if "rows" in spec or "splits" in spec:
+        return []
+    config_dir = Path(dataset.config_path).parent
+    loader = spec.get("type")
+    names: list[Any] = []
+    if not (isinstance(loader, str) and loader and loader not in BUILTIN_READERS):
+        data_files = spec.get("data_files")
+        if isinstance(data_files, dict):
+            names = list(data_files.values())
+        elif isinstance(data_files, str) or isinstance(spec.get("path"), str):
+            names = [data_files if isinstance(data_files, str) else spec["path"]]
+    found = [_resolve(n, config_dir, []) for n in names if isinstance(n, str)]
+    if names and all(f is not None for f in found):
+        return [g for f in found if f is not None
+                for g in (sorted(p for p in f.rglob("*") if p.is_file()) if f.is_dir() else [f])]
+    if data_dir is not None:
+        folder = Path(data_dir) / dataset.abbr
+        files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+        if files:
+            return files
+        single = Path(data_dir) / f"{dataset.abbr}.jsonl"
+        if single.is_file():
+            return [single]
+    return []

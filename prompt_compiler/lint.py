@@ -250,14 +250,18 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
     globs = list(only)
     compiler = Compiler(mode=mode)
     findings: list[Finding] = []
-    options = {p.dataset.abbr: p.options for p in suite.pairs(globs)}
+    pairs = suite.pairs(globs)
+    options = {p.dataset.abbr: p.options for p in pairs}
+    paired: dict[str, list[Any]] = {}
+    for p in pairs:  # each dataset against the models it is paired with
+        paired.setdefault(p.dataset.abbr, []).append(p.model)
     for dataset in suite.datasets:
         if globs and not any(fnmatch.fnmatchcase(dataset.abbr, g) for g in globs):
             continue
         where = {"config_path": dataset.config_path, "dataset": dataset.abbr}
         try:
             spec = attach_rows(dataset, data_dir).spec
-            findings += _DatasetLint(dataset, spec, suite.models,
+            findings += _DatasetLint(dataset, spec, paired.get(dataset.abbr, []),
                                      options.get(dataset.abbr, dict(suite.options)), compiler).run()
         except PromptCompilerError as err:
             raise err.located(**where) from None

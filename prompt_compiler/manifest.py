@@ -35,8 +35,15 @@ def input_root(paths: Sequence[str | os.PathLike[str]]) -> Path:
 
 
 def input_path(path: str | os.PathLike[str], root: Path) -> str:
-    """``path`` relative to ``root``, with ``/`` separators, the same on every machine."""
+    """``path`` relative to ``root``, with ``/`` separators, the same on every machine.
+
+    A file shipped inside this package (a built-in model template) is written as
+    ``prompt_compiler/...`` wherever the package is installed.
+    """
     real = os.path.realpath(path)
+    package = os.path.dirname(os.path.realpath(__file__))
+    if real.startswith(package + os.sep):
+        return Path("prompt_compiler", os.path.relpath(real, package)).as_posix()
     try:
         rel = os.path.relpath(real, root)
     except ValueError:  # another drive (Windows): no relative path exists
@@ -45,11 +52,19 @@ def input_path(path: str | os.PathLike[str], root: Path) -> str:
 
 
 def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLike[str]],
-                   root: Path, outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The manifest as a dict; inputs and outputs sorted by path, each input hashed."""
+                   root: Path, outputs: Mapping[str, Mapping[str, Any]],
+                   arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest as a dict; inputs and outputs sorted by path, each input hashed.
+
+    ``arguments``: the CLI arguments that shape the output (``--only``, ``--limit``, ...),
+    written as given after the mode, when there are any.
+    """
     files = {input_path(p, root): Path(p) for p in inputs if Path(p).is_file()}
+    head: dict[str, Any] = {"tool": TOOL, "version": version, "mode": mode}
+    if arguments:
+        head["arguments"] = dict(arguments)
     return {
-        "tool": TOOL, "version": version, "mode": mode,
+        **head,
         "inputs": [{"path": name, "sha256": sha256_file(files[name])} for name in sorted(files)],
         "outputs": {name: dict(outputs[name]) for name in sorted(outputs)},
     }

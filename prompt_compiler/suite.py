@@ -1,10 +1,19 @@
-"""Suite-level compiling: config files -> every dataset x model -> records or files.
+"""Suite-level compiling: config files -> dataset x model pairs -> records or files.
 
 This is what the ``compile-prompts`` CLI calls; pipelines can call it directly::
 
     suite = load(["configs/"])
     for rec in compile(suite):
         send(rec.prompt)
+
+Which datasets meet which models (:func:`load`):
+
+* an *eval config* (a file that defines both datasets and models) pairs its own datasets
+  with its own models; several eval configs give the union of their pairs;
+* *dataset-only* and *model-only* files pair with each other and with ``--model``; with no
+  model-only file and no ``--model``, dataset-only files pair with every model of the eval
+  configs (and model-only files, without dataset-only files, with every eval dataset);
+* ``--model`` replaces the models of the eval configs; a pair reached twice counts once.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +33,17 @@ from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
 from .data import attach_rows
 from .emit import record_bytes, record_json
-from .errors import ConfigError, OutputError, PromptCompilerError
+from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
 from .manifest import build_manifest, input_root
 from .outdir import OutputDir, _os, write_jsonl
 from .outnames import MANIFEST, check_unique, output_name
 from .workers import init_worker, stop_workers
 
 __all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
+
+Globs = str | Sequence[str]
+"""One abbr glob or several (``"gsm8k*"`` or ``["gsm8k*", "math"]``)."""
+PathArg = str | os.PathLike[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +71,62 @@ class Suite:
     """The files and folders the suite was loaded from."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Compile options for every pair, over the configs' own (e.g. ``{"fewshot": "inline"}``)."""
+    groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] | None = None
+    """Which datasets meet which models: ``(dataset abbrs, model abbrs)`` per eval config,
+    then one group for the dataset-only and model-only files (see the module docstring);
+    ``None`` pairs every dataset with every model."""
 
-    def pairs(self, only: Sequence[str] = ()) -> list[Pair]:
-        """Every dataset x model (datasets filtered by ``only`` abbr globs)."""
+    def pairs(self, only: Globs = (), models: Globs = ()) -> list[Pair]:
+        """The pairs to compile, in a stable order, each once.
+
+        Args:
+            only: Dataset abbr globs; a dataset matching none is left out.
+            models: Model abbr globs; a model matching none is left out.
+        """
+        only, models = _globs(only), _globs(models)
         options: dict[str, dict[str, Any]] = {}
         for cfg in self.configs:
             for d in cfg.datasets:
                 options[d.config_path + d.key_path] = dict(cfg.options)
-        datasets = [d for d in self.datasets
-                    if not only or any(fnmatch.fnmatchcase(d.abbr, g) for g in only)]
-        return [Pair(d, m, {**options.get(d.config_path + d.key_path, {}), **self.options})
-                for d in datasets for m in self.models]
+        by_ds = {d.abbr: d for d in self.datasets}
+        by_model = {m.abbr: m for m in self.models}
+        groups = self.groups if self.groups is not None else [
+            (tuple(by_ds), tuple(by_model))]
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for ds_abbrs, model_abbrs in groups:
+            for d_abbr in ds_abbrs:
+                if only and not any(fnmatch.fnmatchcase(d_abbr, g) for g in only):
+                    continue
+                for m_abbr in model_abbrs:
+                    if (d_abbr, m_abbr) in seen or (
+                            models and not any(fnmatch.fnmatchcase(m_abbr, g) for g in models)):
+                        continue
+                    seen.add((d_abbr, m_abbr))
+                    d = by_ds[d_abbr]
+                    out.append(Pair(d, by_model[m_abbr],
+                                    {**options.get(d.config_path + d.key_path, {}),
+                                     **self.options}))
+        return out
+
+    def nothing_to_compile(self, only: Globs = (), models: Globs = ()) -> ConfigError:
+        """The error for a selection with no pair (the same with or without --show/--check)."""
+        given = ", ".join(self.paths) or "the given paths"
+        if not self.datasets:
+            why = "no datasets"
+        elif not self.models:
+            why = "no models (give --model NAME)"
+        elif _globs(only) and not self.pairs(only):
+            why = f"no dataset matches --only {' '.join(_globs(only))}"
+        elif _globs(models):
+            why = f"no model matches --models {' '.join(_globs(models))}"
+        else:
+            why = "no dataset x model pair"
+        return ConfigError(f"nothing to compile: {why}", config_path=given)
+
+
+def _globs(value: Globs) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def model_from_name(name_or_file: str) -> list[ModelConfig]:
@@ -85,21 +144,57 @@ def model_from_name(name_or_file: str) -> list[ModelConfig]:
     return [ModelConfig(tpl.name, str(tpl.path), "meta_template", spec)]
 
 
-def load(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-         *, models: Sequence[str] = ()) -> Suite:
-    """Load config files/folders; ``models`` (names or files) replace the configs' models."""
+def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()) -> Suite:
+    """Load config files and folders (str or Path, one or many) and pair them up.
+
+    Args:
+        paths: Config files and folders.
+        models: Template names or model config files; they replace the models of the eval
+            configs and join the model-only files (see the module docstring).
+
+    Raises:
+        ConfigError: A config is malformed, or two different entries share an abbr.
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    configs = load_configs([Path(p) for p in paths])
-    datasets = tuple(d for c in configs for d in c.datasets)
-    if models:
-        chosen = tuple(m for name in models for m in model_from_name(name))
-    else:
-        chosen = tuple(m for c in configs for m in c.models)
+    try:
+        configs = load_configs([Path(p) for p in paths])
+    except PromptCompilerError as err:
+        raise _at_origin(err) from None
+    override = [m for name in _globs(models) for m in model_from_name(name)]
+    groups: list[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]]] = []
+    free_ds: list[DatasetConfig] = []
+    free_models: list[ModelConfig] = []
+    for cfg in configs:
+        if cfg.datasets and cfg.models:
+            groups.append((cfg.datasets, tuple(override) or cfg.models))
+        else:
+            free_ds += cfg.datasets
+            free_models += cfg.models
+    free_models += override
+    if free_ds or free_models:
+        ds = tuple(free_ds) or tuple(d for g in groups for d in g[0])
+        ms = tuple(free_models) or tuple(m for g in groups for m in g[1])
+        groups.append((ds, ms))
     # A config reached twice (directly and through a suite's read_base()) counts once;
     # two different configs under one name are an error.
-    return Suite(tuple(configs), _unique(datasets, "datasets"), _unique(chosen, "models"),
-                 tuple(str(p) for p in paths))
+    datasets = _unique([d for g in groups for d in g[0]] or
+                       [d for c in configs for d in c.datasets], "datasets")
+    chosen = _unique([m for g in groups for m in g[1]], "models")
+    return Suite(tuple(configs), datasets, chosen, tuple(str(p) for p in paths),
+                 groups=tuple((tuple(dict.fromkeys(d.abbr for d in ds)),
+                               tuple(dict.fromkeys(m.abbr for m in ms))) for ds, ms in groups))
+
+
+def _at_origin(err: PromptCompilerError) -> PromptCompilerError:
+    """Name the base config that defines a dataset, not only the eval config importing it."""
+    if err.dataset and err.config_path and " (imported by " not in err.config_path:
+        from .config.bases import defining_file
+
+        origin = defining_file(err.config_path, err.dataset)
+        if origin is not None:
+            err.config_path = f"{origin} (imported by {err.config_path})"
+    return err
 
 
 def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
@@ -118,37 +213,87 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
     return tuple(seen.values())
 
 
-def compile_pair(pair: Pair, *, data_dir: Path | None = None, mode: str = "default",
-                 compiler: Compiler | None = None, lean: bool = False,
-                 spans: bool = False, rows: range | None = None) -> Iterator[Record]:
+def compile_pair(pair: Pair, *, data_dir: PathArg | None = None, mode: str = "default",
+                 compiler: Compiler | None = None, lean: bool = False, spans: bool = False,
+                 rows: range | None = None, strict: bool = False,
+                 on_rows: Callable[[int], None] | None = None) -> Iterator[Record]:
     """Stream the records of one pair; errors name the config file and key path.
 
-    ``lean``: records as written to files; ``rows``: only those test rows (see
-    :meth:`Compiler.iter_records`).
+    Args:
+        lean: Records as written to files (see :meth:`Compiler.iter_records`).
+        rows: Only those test rows (a pair split across processes).
+        strict: Raise the warnings below as errors.
+        on_rows: Called once with the number of test rows, before the first record.
+
+    Warns:
+        PromptCompilerWarning: The dataset has no test rows, or a template placeholder
+            names no column (see :func:`dataset_warnings`).
     """
     compiler = compiler or Compiler(mode=mode)
     where = {"config_path": pair.dataset.config_path, "dataset": pair.dataset.abbr,
              "model": pair.model.abbr}
     try:
-        dataset = attach_rows(pair.dataset, data_dir)
-        records = compiler.iter_records(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                        options=pair.options, lean=lean, spans=spans,
-                                        rows=rows)
-        for rec in records:
-            yield rec
+        dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
+        job, kind, params = compiler.job(dataset.spec,
+                                         {**pair.model.spec, "abbr": pair.model.abbr},
+                                         pair.options, lean=lean)
+        for problem in (dataset_warnings(job, dataset.spec) if not rows else []):
+            problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
+            problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
+            if strict:
+                raise _at_origin(problem)
+            warnings.warn(PromptCompilerWarning(str(_at_origin(problem))), stacklevel=2)
+        if on_rows is not None:
+            on_rows(len(job.rows.test))
+        yield from compiler.job_records(job, kind, params, lean=lean, spans=spans, rows=rows)
     except PromptCompilerError as err:
         if err.key_path and pair.dataset.key_path and not err.key_path.startswith(pair.dataset.key_path):
-            if not err.key_path.startswith(("model", "meta_template")):
+            if err.key_path.startswith("model"):  # the model's own config file and key path
+                err.key_path = pair.model.key_path + err.key_path[len("model"):]
+                err.located(config_path=pair.model.config_path, model=pair.model.abbr)
+            elif not err.key_path.startswith("meta_template"):
                 err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
-        raise err.located(**where)
+        raise _at_origin(err.located(**where))
 
 
-def compile(suite: Suite, *, data_dir: Path | None = None, mode: str = "default",
-            only: Sequence[str] = ()) -> Iterator[Record]:
-    """Every record of every dataset x model, in a stable order."""
+def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
+    """What a user should hear about a dataset that still compiles.
+
+    A test split with no rows (nothing is compiled), and ``{placeholders}`` naming no
+    column of the rows (:func:`prompt_compiler.placeholders.unknown_placeholders`: they
+    stay in the prompt verbatim). Each is an error object carrying its key path, so a
+    caller can print it as a warning or raise it (``--strict``).
+    """
+    from .placeholders import unknown_placeholders
+
+    if not job.rows.test:
+        return [DataError("the test split has no rows, so nothing is compiled for this "
+                          "dataset", key_path="reader_cfg.test_split")]
+    infer = spec.get("infer_cfg") or {}
+    test_cols = list(job.rows.test[0])
+    train_cols = list(job.rows.train[0]) if job.rows.train else test_cols
+    found: list[PromptCompilerError] = []
+    for key, cols in (("ice_template", train_cols), ("prompt_template", test_cols)):
+        for hit in unknown_placeholders(infer.get(key), cols, f"infer_cfg.{key}"):
+            found.append(ConfigError(hit.message, key_path=hit.key_path))
+    return found
+
+
+def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "default",
+            only: Globs = (), models: Globs = (), limit: int | None = None,
+            strict: bool = False) -> Iterator[Record]:
+    """Every record of every pair, in a stable order (``record.prompt`` is the model input).
+
+    Args:
+        only: Dataset abbr globs (one str or several).
+        models: Model abbr globs.
+        limit: Compile only the first ``limit`` test rows of each dataset.
+        strict: Warnings (an empty test split, an unknown placeholder) are errors.
+    """
     compiler = Compiler(mode=mode)
-    for pair in suite.pairs(only):
-        yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler)
+    for pair in _limited(suite, limit).pairs(only, models):
+        yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler,
+                                strict=strict)
 
 
 class _Tally:
@@ -172,13 +317,24 @@ class _Tally:
         return out
 
 
-def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | None, str]
+def _limited(suite: Suite, limit: int | None) -> Suite:
+    if limit is None:
+        return suite
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ConfigError(f"limit must be a non-negative integer, got {limit!r}")
+    from dataclasses import replace
+
+    return replace(suite, options={**suite.options, "limit": limit})
+
+
+def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | None, str, bool]
                  ) -> tuple[int, str, int]:
     """Worker: compile one pair (or a range of its test rows) into the parent's staging folder."""
-    pair, data_dir, mode, staging, shown, spans, rows, rel = args
+    pair, data_dir, mode, staging, shown, spans, rows, rel, strict = args
     tally = _Tally()
     lines = tally(record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode,
-                                                       lean=True, spans=spans, rows=rows))
+                                                       lean=True, spans=spans, rows=rows,
+                                                       strict=strict))
     count, digest = write_jsonl(staging / rel, lines, shown=f"{shown}/{pair.out_name}")
     return count, digest, tally.over_limit
 
@@ -206,10 +362,11 @@ def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int) -> list
     return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
-def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = None,
-                   mode: str = "default", only: Sequence[str] = (), jobs: int = 1,
-                   progress: Callable[[int, int, Pair], None] | None = None,
-                   replace_foreign: bool = False, spans: bool = False) -> dict[str, Any]:
+def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | None = None,
+                   mode: str = "default", only: Globs = (), jobs: int = 1,
+                   progress: Any = None, replace_foreign: bool = False, spans: bool = False,
+                   models: Globs = (), limit: int | None = None, strict: bool = False,
+                   arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``out`` is replaced as a whole (see :mod:`prompt_compiler.outdir`): afterwards it
@@ -217,13 +374,18 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
     before. A non-empty folder this tool did not write is refused unless
     ``replace_foreign``. With ``out=None`` everything is compiled and checked, and
     nothing is written.
+
+    ``progress``: called as ``progress(i, total, pair)`` before each pair; if it also has a
+    ``rows(n)`` and a ``row()`` method, they are told each pair's test rows and each
+    finished row (sequential runs). ``arguments``: the CLI arguments that shape the
+    output, recorded in the manifest.
     """
-    pairs = suite.pairs(only)
+    out = Path(out) if out is not None else None
+    data_dir = Path(data_dir) if data_dir is not None else None
+    suite = _limited(suite, limit)
+    pairs = suite.pairs(only, models)
     if not pairs:
-        given = ", ".join(suite.paths) or "the given paths"
-        raise ConfigError("nothing to compile: " + ("no dataset matches --only" if only and suite.datasets
-                          else "no datasets" if not suite.datasets else "no models (give --model NAME)"),
-                          config_path=given)
+        raise suite.nothing_to_compile(only, models)
     _check_names(pairs)
     outputs: dict[str, dict[str, Any]] = {}
     writer = None
@@ -232,21 +394,24 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
     try:
         if jobs > 1 and writer is not None:
-            _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress, spans)
+            _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress, spans, strict)
         else:
             for i, pair in enumerate(pairs):
                 if progress:
                     progress(i, len(pairs), pair)
                 tally = _Tally()
-                lines = tally(record_json(r) for r in compile_pair(
-                    pair, data_dir=data_dir, mode=mode, lean=True, spans=spans))
+                records = compile_pair(pair, data_dir=data_dir, mode=mode, lean=True,
+                                       spans=spans, strict=strict,
+                                       on_rows=getattr(progress, "rows", None))
+                lines = tally(record_json(r) for r in _row_ticks(records, progress))
                 if writer is None:
                     count, digest = _count_and_hash(lines)
                 else:
                     count, digest = writer.write_lines(pair.out_name, lines)
                 outputs[pair.out_name] = tally.entry(pair, count, digest)
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
-                                  inputs=[c.path for c in suite.configs], outputs=outputs)
+                                  inputs=input_files(suite, pairs, data_dir), outputs=outputs,
+                                  arguments=arguments)
         if writer is not None:
             writer.write_json(MANIFEST, manifest)
             writer.commit()
@@ -255,6 +420,41 @@ def compile_to_dir(suite: Suite, out: Path | None, *, data_dir: Path | None = No
         if writer is not None:
             writer.abort()
         raise
+
+
+def _row_ticks(records: Iterator[Record], progress: Any) -> Iterator[Record]:
+    """Pass records through, telling ``progress.row()`` each time a test row is done."""
+    tick = getattr(progress, "row", None)
+    if tick is None:
+        yield from records
+        return
+    last = None
+    for rec in records:
+        if last is not None and rec.index != last:
+            tick()
+        last = rec.index
+        yield rec
+    if last is not None:
+        tick()
+
+
+def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> list[Path]:
+    """Every file that shaped the output: the configs given or found, the configs they
+    pull in (``read_base()``/``_base_``), the data files, and model/chat template files."""
+    from .config.bases import base_files
+    from .data import row_files
+
+    files: dict[Path, None] = {}
+    for cfg in suite.configs:
+        files[cfg.path] = None
+        if cfg.path.suffix == ".py":
+            files.update(dict.fromkeys(base_files(cfg.path)))
+    datasets = {p.dataset.abbr: p.dataset for p in pairs}
+    for dataset in datasets.values():
+        files.update(dict.fromkeys(row_files(dataset, data_dir)))
+    for model in {p.model.abbr: p.model for p in pairs}.values():
+        files.update(dict.fromkeys(Path(f) for f in model.files))
+    return list(files)
 
 
 def _check_names(pairs: Sequence[Pair]) -> None:
@@ -283,8 +483,8 @@ def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
 
 
 def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
-              data_dir: Path | None, mode: str, jobs: int,
-              progress: Callable[[int, int, Pair], None] | None, spans: bool = False) -> None:
+              data_dir: Path | None, mode: str, jobs: int, progress: Any,
+              spans: bool = False, strict: bool = False) -> None:
     """Compile pairs in ``jobs`` processes; a large pair's row ranges go to several of them
     and their parts are joined in order, so every file is byte-identical to ``--jobs 1``."""
     from concurrent.futures import ProcessPoolExecutor
@@ -298,7 +498,8 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
             names = [pair.out_name] if len(ranges) == 1 else [
                 f"{pair.out_name}.part{k}" for k in range(len(ranges))]
             tasks.append([(rel, pool.submit(_compile_one, (pair, data_dir, mode, staging,
-                                                           writer.shown, spans, rows, rel)))
+                                                           writer.shown, spans, rows, rel,
+                                                           strict)))
                           for rel, rows in zip(names, ranges, strict=True)])
         try:
             for i, (pair, parts) in enumerate(zip(pairs, tasks, strict=True)):

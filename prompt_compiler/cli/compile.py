@@ -1,8 +1,9 @@
 """``compile-prompts PATH...``: compile a suite, a thin shell over :mod:`prompt_compiler.suite`.
 
-    compile-prompts PATH... [--model NAME_OR_FILE]... [--data-dir DIR] [-o OUT]
-                    [--mode compat|default] [--only ABBR_GLOB]... [--show N] [--check] [--jobs N]
-                    [--json] [--overwrite-foreign]
+    compile-prompts PATH... [--model NAME_OR_FILE]... [--models ABBR_GLOB]... [--data-dir DIR]
+                    [-o OUT] [--mode compat|default] [--only ABBR_GLOB]... [--limit N]
+                    [--show N] [--check] [--strict] [--jobs N] [--json] [--overwrite-foreign]
+    compile-prompts --version
 
 SIGINT, SIGTERM and SIGHUP stop the run: its staging folder is removed, OUT stays as it
 was, and the exit status is 128 + the signal number (130, 143, 129).
@@ -20,7 +21,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import PromptCompilerError, PromptCompilerWarning
 from ..outdir import OutputDir
@@ -36,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="compile-prompts",
         description="Compile prompt configs into the exact model inputs (JSONL per dataset x model). "
                     "'compile-prompts models' lists the built-in model templates.")
+    from .. import __version__
+
+    p.add_argument("--version", action="version", version=f"compile-prompts {__version__}")
     p.add_argument("paths", nargs="+", metavar="PATH", help="config files or folders (.py, .yaml, .json)")
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_FILE",
                    help="a model template name (see 'compile-prompts models') or a model config "
@@ -44,8 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, help="output folder (default: ./out)")
     p.add_argument("--mode", choices=("default", "compat"), default="default",
                    help="compat reproduces OpenCompass 0.5.4 exactly, defects included")
+    p.add_argument("--models", action="append", default=[], metavar="ABBR_GLOB",
+                   help="compile only the suite's models whose abbr matches (repeatable)")
     p.add_argument("--only", action="append", default=[], metavar="ABBR_GLOB",
                    help="compile only datasets whose abbr matches (repeatable)")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="compile only the first N test rows of each dataset")
+    p.add_argument("--strict", action="store_true",
+                   help="treat warnings (empty test split, unknown placeholder) as errors")
     p.add_argument("--show", type=int, default=0, metavar="N",
                    help="print N prompts per dataset x model, whitespace and special tokens visible")
     p.add_argument("--check", action="store_true",
@@ -84,22 +94,59 @@ def quiet_warnings() -> Iterator[None]:
 
 
 class _Progress:
-    """A one-line progress display on an interactive terminal; silent otherwise."""
+    """A progress bar on an interactive terminal (rows done, rate, ETA); silent otherwise.
+
+    Silent when stderr is not a terminal, under CI, or with ``TERM=dumb``.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.enabled = stream.isatty() and not os.environ.get("CI")
+        self.enabled = (stream.isatty() and not os.environ.get("CI")
+                        and os.environ.get("TERM") != "dumb")
+        self._bar: Any = None
+        self._task: Any = None
+
+    def _start(self) -> Any:
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeRemainingColumn)
+
+            console = Console(file=self.stream, no_color=bool(os.environ.get("NO_COLOR")))
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(),
+                                 TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                                 console=console, transient=True)
+            self._bar.start()
+        return self._bar
 
     def __call__(self, i: int, total: int, pair: object) -> None:
-        if self.enabled:
-            name = f"{pair.dataset.abbr} x {pair.model.abbr}"  # type: ignore[attr-defined]
-            self.stream.write(f"\r\x1b[2K[{i + 1}/{total}] {name}"[:200])
-            self.stream.flush()
+        """A new pair starts (``i`` of ``total``)."""
+        if not self.enabled:
+            return
+        bar = self._start()
+        name = f"[{i + 1}/{total}] {pair.dataset.abbr} x {pair.model.abbr}"  # type: ignore[attr-defined]
+        if self._task is not None:
+            bar.remove_task(self._task)
+        self._task = bar.add_task(name[:80], total=None, rate="")
+
+    def rows(self, n: int) -> None:
+        """The current pair has ``n`` test rows."""
+        if self.enabled and self._task is not None:
+            self._bar.update(self._task, total=n)
+
+    def row(self) -> None:
+        """One more row is done."""
+        if self.enabled and self._task is not None:
+            self._bar.advance(self._task)
+            speed = self._bar.tasks[-1].speed
+            self._bar.update(self._task, rate=f"{speed:,.0f} rows/s" if speed else "")
 
     def done(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+            self._task = None
 
 
 class Stopped(BaseException):
@@ -131,11 +178,18 @@ def _stop_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+def _arguments(args: argparse.Namespace) -> dict[str, object]:
+    """The arguments that shape the output, for the manifest (unset ones left out)."""
+    given = {"model": args.model, "models": args.models, "only": args.only,
+             "limit": args.limit, "fewshot": args.fewshot}
+    return {k: v for k, v in given.items() if v not in (None, [])}
+
+
 def run(argv: list[str]) -> int:
     """Compile a suite (the default command)."""
     args = _parser().parse_args(argv)
-    if args.jobs < 1 or args.show < 0:
-        _parser().error("--jobs must be >= 1 and --show >= 0")
+    if args.jobs < 1 or args.show < 0 or (args.limit is not None and args.limit < 0):
+        _parser().error("--jobs must be >= 1, and --show and --limit >= 0")
     with _stop_on_signals(), warnings_to_stderr():
         return _run(args)
 
@@ -155,11 +209,15 @@ def _run(args: argparse.Namespace) -> int:
             import dataclasses
 
             loaded = dataclasses.replace(loaded, options={"fewshot": args.fewshot})
+        loaded = S._limited(loaded, args.limit)
+        if not loaded.pairs(args.only, args.models):
+            raise loaded.nothing_to_compile(args.only, args.models)
         if args.show:
-            color = sys.stdout.isatty()
-            for pair in loaded.pairs(args.only):
+            color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+            for pair in loaded.pairs(args.only, args.models):
                 print(f"=== {pair.dataset.abbr} x {pair.model.abbr} ({pair.dataset.config_path})")
-                for n, rec in enumerate(S.compile_pair(pair, data_dir=args.data_dir, mode=mode)):
+                for n, rec in enumerate(S.compile_pair(pair, data_dir=args.data_dir, mode=mode,
+                                                       strict=args.strict)):
                     if n >= args.show:
                         break
                     label = f" label={rec.label!r}" if rec.mode == "ppl" else ""
@@ -171,7 +229,9 @@ def _run(args: argparse.Namespace) -> int:
         out = None if args.check else (args.out or Path("out"))
         manifest = S.compile_to_dir(loaded, out, data_dir=args.data_dir, mode=mode, only=args.only,
                                     jobs=args.jobs, progress=progress,
-                                    replace_foreign=args.overwrite_foreign, spans=args.spans)
+                                    replace_foreign=args.overwrite_foreign, spans=args.spans,
+                                    models=args.models, strict=args.strict,
+                                    arguments=_arguments(args))
         if args.check:
             from ..lint import lint_suite
 
