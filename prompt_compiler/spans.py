@@ -292,7 +292,7 @@ def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[
                     prompt = tjob.gen_prompt(rec.index, tjob.build_ice(rec.ice_ids))
                     if len(rec.ice_ids) == len(rec.retrieved_ids) or policy.fixes("D9"):
                         prompt = tjob.model.render(prompt, "gen", policy)
-                    twin = dataclasses.replace(rec, prompt=prompt)
+                    twin = dataclasses.replace(rec, **tjob.final(prompt, "gen"))
                 elif kind == "chat" and chat_twins is not None:
                     twin = next(chat_twins, None)
         except Exception:  # noqa: BLE001 - provenance is best effort; the record stands

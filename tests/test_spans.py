@@ -71,9 +71,10 @@ def test_spans_by_hand(tmp_path: Path) -> None:
         [74, 85, M],
     ]
     api = lines(tmp_path / "out/api/yesno.jsonl")[3]
+    # an OpenAI-compatible API model: the request messages, spans per message
     assert api["prompt"] == [
-        {"role": "HUMAN", "prompt": "Fire is cold."},
-        {"role": "BOT", "prompt": "Answer: no"},
+        {"role": "user", "content": "Fire is cold."},
+        {"role": "assistant", "content": "Answer: no"},
     ]
     assert api["spans"] == [[[0, 13, col("s", "test", 1)]], [[0, 10, T]]]
     # without the flag, no spans

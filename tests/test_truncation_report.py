@@ -69,6 +69,7 @@ def test_truncation_report(tmp_path: Path, mode: str, jobs: str) -> None:
         "over_limit",
         "prompt",
         "prompt_sha256",
+        "gold",
     ]
     ppl = records(tmp_path / "out/limited/yn.jsonl")
     assert [(r["label"], *report(r)) for r in ppl] == [
