@@ -31,9 +31,8 @@ from .policy import DEFECTS, Policy
 from .promptlist import Marker, PromptList, RoleItem
 from .reader import ReaderConfig
 from .render import MetaTemplate
+from .suite import Suite, compile, compile_to_dir, load
 from .template import PromptTemplate, RawPromptTemplate
-
-from .suite import Suite, compile, compile_to_dir, load  # noqa: E402,I001  (needs __version__)
 
 __all__ = [
     *_errors_all,

@@ -15,14 +15,17 @@ import pytest
 
 import prompt_compiler as pc
 
+THREE_ROWS = "[dict(q='one', a='1'), dict(q='two', a='2'), dict(q='three', a='3')]"
 
-def dataset_py(name: str, abbr: str, template: str = "Q: {q}\\nA:",
-               rows: str = "[dict(q='one', a='1'), dict(q='two', a='2'), dict(q='three', a='3')]"
+
+def dataset_py(name: str, abbr: str, template: str = "Q: {q}\\nA:", rows: str = THREE_ROWS
                ) -> str:
     return (f"{name} = [dict(abbr='{abbr}', reader_cfg=dict(input_columns=['q'], "
             "output_column='a'),\n"
-            f"    infer_cfg=dict(prompt_template=dict(type='PromptTemplate', template='{template}'),\n"
-            "        retriever=dict(type='ZeroRetriever'), inferencer=dict(type='GenInferencer')),\n"
+            "    infer_cfg=dict(prompt_template=dict(type='PromptTemplate', "
+            f"template='{template}'),\n"
+            "        retriever=dict(type='ZeroRetriever'),\n"
+            "        inferencer=dict(type='GenInferencer')),\n"
             f"    rows={rows})]\n")
 
 
@@ -243,3 +246,22 @@ def test_library_load_and_compile(tree: Path) -> None:
     manifest = pc.compile_to_dir(suite, str(tree / "lib_out"), only=["alpha"])
     assert set(manifest["outputs"]) == {"ma/alpha.jsonl"}
     assert (tree / "lib_out" / "ma" / "alpha.jsonl").is_file()
+
+
+def test_show_displays_what_the_jsonl_holds(tree: Path) -> None:
+    """--show, the JSONL and the library record agree (a chat-template model)."""
+    from prompt_compiler.viewer import visible
+
+    (tree / "extra" / "t.yaml").write_text(
+        "models:\n  - abbr: tpl\n    parser: hf_chat\n"
+        "    chat_template: \"{% for m in messages %}[{{ m.role }}] {{ m.content }}\\n"
+        "{% endfor %}\"\n")
+    proc = cli("extra/gamma.yaml", "extra/t.yaml", "--show", "1", "-o", "out", cwd=tree)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = (tree / "out" / "tpl" / "gamma.jsonl").read_text(encoding="utf-8").splitlines()
+    written = json.loads(line)["prompt"]
+    assert written == "[user] G: x\n"
+    shown = proc.stdout.split("--- [gen] row 0 ice_ids=[]\n", 1)[1].split("\n1 dataset x")[0]
+    assert shown == visible(written, color=False)
+    (rec,) = pc.compile(pc.load([tree / "extra" / "gamma.yaml", tree / "extra" / "t.yaml"]))
+    assert rec.prompt == written

@@ -109,8 +109,13 @@ class _Progress:
     def _start(self) -> Any:
         if self._bar is None:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             console = Console(file=self.stream, no_color=bool(os.environ.get("NO_COLOR")))
             self._bar = Progress(TextColumn("{task.description}"), BarColumn(),

@@ -124,7 +124,7 @@ def _abbrs(file: str) -> frozenset[str]:
         top: Any = load_python_config(Path(file), file)
     except PromptCompilerError:
         return frozenset()
-    names = set()
+    names: set[str] = set()
     for value in top.values() if isinstance(top, dict) else ():
         if isinstance(value, list):
             names.update(e["abbr"] for e in value
