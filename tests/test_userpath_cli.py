@@ -265,3 +265,28 @@ def test_show_displays_what_the_jsonl_holds(tree: Path) -> None:
     assert shown == visible(written, color=False)
     (rec,) = pc.compile(pc.load([tree / "extra" / "gamma.yaml", tree / "extra" / "t.yaml"]))
     assert rec.prompt == written
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal(tree: Path) -> None:
+    import pty
+
+    main_fd, child_fd = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", "configs/", "-o", "out"],
+                          cwd=tree, stdout=subprocess.PIPE, stderr=child_fd, timeout=120,
+                          env={**env, "TERM": "xterm"})
+    os.close(child_fd)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(main_fd)
+    assert proc.returncode == 0
+    text = drawn.decode("utf-8", "replace")
+    assert "rows/s" in text and "3/3" in text  # count, rate (and time left) per pair
