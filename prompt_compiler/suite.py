@@ -74,7 +74,8 @@ class Suite:
     groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] | None = None
     """Which datasets meet which models: ``(dataset abbrs, model abbrs)`` per eval config,
     then one group for the dataset-only and model-only files (see the module docstring);
-    ``None`` pairs every dataset with every model."""
+    ``None`` (or groups naming datasets or models the suite no longer has, after a
+    ``dataclasses.replace``) pairs every dataset with every model."""
 
     def pairs(self, only: Globs = (), models: Globs = ()) -> list[Pair]:
         """The pairs to compile, in a stable order, each once.
@@ -90,8 +91,11 @@ class Suite:
                 options[d.config_path + d.key_path] = dict(cfg.options)
         by_ds = {d.abbr: d for d in self.datasets}
         by_model = {m.abbr: m for m in self.models}
-        groups = self.groups if self.groups is not None else [
-            (tuple(by_ds), tuple(by_model))]
+        groups = self.groups
+        if groups is None or any(d not in by_ds for g in groups for d in g[0]) or any(
+                m not in by_model for g in groups for m in g[1]):
+            # no pairing recorded, or datasets/models replaced since load(): every x every
+            groups = ((tuple(by_ds), tuple(by_model)),)
         seen: set[tuple[str, str]] = set()
         out = []
         for ds_abbrs, model_abbrs in groups:
