@@ -241,13 +241,15 @@ def compile_pair(pair: Pair, *, data_dir: PathArg | None = None, mode: str = "de
         job, kind, params = compiler.job(dataset.spec,
                                          {**pair.model.spec, "abbr": pair.model.abbr},
                                          pair.options, lean=lean)
-        for problem in (dataset_warnings(job, dataset.spec) if not rows else []):
+        # streamed rows (read while compiling) are not read ahead for the checks
+        eager = isinstance(job.rows.test, (list, tuple))
+        for problem in (dataset_warnings(job, dataset.spec) if eager and not rows else []):
             problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
             problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
             if strict:
                 raise _at_origin(problem)
             warnings.warn(PromptCompilerWarning(str(_at_origin(problem))), stacklevel=2)
-        if on_rows is not None:
+        if on_rows is not None and eager:
             on_rows(len(job.rows.test))
         yield from compiler.job_records(job, kind, params, lean=lean, spans=spans, rows=rows)
     except PromptCompilerError as err:

@@ -193,7 +193,7 @@ def test_gold_is_in_every_record(tmp_path: Path) -> None:
     ("models: [{abbr: m, parser: hf_chat, prompter: {type: NoPrompter}}]\n",
      "m.yaml: model 'm', at models[0].prompter.type: unknown prompter 'NoPrompter'"),
     ("models: [{abbr: m, meta_template: chatml, tokenizer: no-such-tokenizer}]\n",
-     "m.yaml: model 'm', at models[0].tokenizer: unknown token counter 'no-such-tokenizer'"),
+     "m.yaml: model 'm', at models[0].tokenizer: tokenizer 'no-such-tokenizer'"),
     ("models: [{abbr: m, parser: hf_chat, chat_template: missing.jinja}]\n",
      "m.yaml: model 'm', at models[0].chat_template: chat template file 'missing.jinja' does "
      "not exist"),
