@@ -169,7 +169,7 @@ class DPPRetriever(TopkRetriever):
     """Topk candidates, then a determinantal point process picks a diverse, relevant set.
 
     OpenCompass 0.5.4 crashes after the selection (it indexes a list with an array); the
-    compat mode raises that error, the default mode returns what the code sets out to:
+    compat mode raises that error, the default mode (defect D20) returns what the code sets out to:
     the selected rows ordered by relevance.
     """
 
@@ -185,7 +185,7 @@ class DPPRetriever(TopkRetriever):
                 f"ice_num={self.ice_num} examples cannot be selected from "
                 f"candidate_num={self.candidate_num} candidates",
                 key_path="infer_cfg.retriever.ice_num")
-        if policy.compat:
+        if not policy.fixes("D20"):
             raise RetrievalError(
                 "DPPRetriever fails in OpenCompass 0.5.4: it orders the selected examples by "
                 "indexing a Python list with a NumPy array", key_path="infer_cfg.retriever",

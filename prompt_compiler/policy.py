@@ -27,6 +27,7 @@ DEFECTS: dict[str, str] = {
     "D17": "BM25: score ties ranked by descending row index",
     "D18": "RawPromptTemplate messages pass to chat-template models unchanged",
     "D19": "InferencePPLOnlyInferencer drops in-context examples to fit max_seq_len",
+    "D20": "DPPRetriever returns its selection ordered by relevance",
 }
 
 _MODES = {"default": frozenset(DEFECTS), "opencompass": frozenset(), "compat": frozenset()}
