@@ -283,7 +283,7 @@ class Compiler:
 
                 raise MissingFieldError(
                     f"input column {col!r} is not in the rows; columns: "
-                    f"{', '.join(c for c in rows.test[0] if c not in ('subdivision', 'idx'))}",
+                    f"{', '.join(str(c) for c in rows.test[0] if c not in ('subdivision', 'idx'))}",
                     key_path="reader_cfg.input_columns", row=0)
         from .fewshot import check_fewshot, check_ice_template
 

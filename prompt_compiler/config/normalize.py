@@ -387,8 +387,11 @@ def _library_template(name: str, config_dir: Path, key_path: str, where: dict[st
         ) from exc
     looks_like_path = name.endswith((".py", ".yaml", ".yml", ".json")) or "/" in name
     target = name
-    if looks_like_path and not Path(name).is_absolute() and (config_dir / name).exists():
-        target = str(config_dir / name)
+    try:
+        if looks_like_path and not Path(name).is_absolute() and (config_dir / name).exists():
+            target = str(config_dir / name)
+    except OSError:  # e.g. a name longer than the file system allows: not a file here
+        pass
     try:
         return load_model_template(target)
     except PromptCompilerError as err:
