@@ -174,7 +174,9 @@ class Compiler:
             return load_tokenizer(name)
         except PromptCompilerError as err:
             err.message += f" (registered counters: {', '.join(self.token_counters)})"
-            raise err.located(key_path=f"{where}.tokenizer") from None
+            # The loader knows the file, not where the key sits in this config.
+            err.key_path = f"{where}.tokenizer"
+            raise err from None
 
     @staticmethod
     def _template(cfg: Any, where: str) -> Template:

@@ -76,6 +76,10 @@ def visible(prompt: Any, *, color: bool = False) -> str:
     for msg in prompt:
         if isinstance(msg, str):
             parts.append(f"[raw] {_text(msg, color)}")
+        elif not hasattr(msg, "get"):  # neither a message dict nor a RoleItem
+            # e.g. a section marker of an unparsed PromptList (compat-mode CLP scores one, D9)
+            obj = msg.to_obj() if hasattr(msg, "to_obj") else msg
+            parts.append(f"[item] {json.dumps(obj, ensure_ascii=False, default=repr)}")
         else:
             body = msg.get("prompt", msg.get("content"))
             head = msg.get("role", "?")

@@ -59,3 +59,13 @@ def test_segments_tile_the_text(text: str) -> None:
             assert set(piece) == {" "} and text[b : b + 1] in ("", "\n")
         if kind in ("newline", "tab", "cr"):
             assert set(piece) == {{"newline": "\n", "tab": "\t", "cr": "\r"}[kind]}
+
+
+def test_visible_shows_section_markers_of_an_unparsed_prompt_list() -> None:
+    from prompt_compiler import Marker, PromptList, RoleItem
+
+    pl = PromptList([Marker("round", "begin"), RoleItem.of("HUMAN", "hi\n"),
+                     Marker("round", "end")])
+    assert visible(pl) == ('[item] {"section": "round", "pos": "begin"}\n'
+                           "[HUMAN] hi↵\n␃\n"
+                           '[item] {"section": "round", "pos": "end"}')
