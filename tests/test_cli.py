@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli import EXAMPLE_INPUTS
 
 from prompt_compiler.cli import main
 from prompt_compiler.meta_library import list_model_templates
@@ -134,16 +135,7 @@ def test_examples_compile_every_pair(compiled: Path) -> None:
     assert set(manifest["outputs"]) == expected
     assert manifest["mode"] == "default"
     # the configs, the bases eval_demo.py pulls in, the data files, the named model template
-    assert [i["path"] for i in manifest["inputs"]] == [
-        "configs/datasets/arith/arith_gen_3shot.py", "configs/datasets/arith/arith_test.jsonl",
-        "configs/datasets/arith/arith_train.jsonl", "configs/datasets/capitals/capitals.jsonl",
-        "configs/datasets/capitals/capitals_gen_0shot.py",
-        "configs/datasets/dialogue/dialogue.jsonl", "configs/datasets/dialogue/dialogue_chat.yaml",
-        "configs/datasets/sentiment/sentiment.jsonl", "configs/datasets/sentiment/sentiment_ppl.py",
-        "configs/eval_demo.py", "configs/models/gpt_4o_mini.py",
-        "configs/models/hf_qwen2_5_7b_instruct.py", "configs/models/hf_tinychat_1b.py",
-        "configs/models/internlm2_chat_7b_turbomind.py",
-        "prompt_compiler/meta_templates/internlm2-chat.yaml"]
+    assert [i["path"] for i in manifest["inputs"]] == EXAMPLE_INPUTS
 
 
 def test_records_have_exactly_the_documented_keys(compiled: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,17 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _ocdir as O  # noqa: E402
+from _cli import run_cli as cli  # noqa: E402
 from test_opencompass_dir import GOLDEN, OC, _run_cli, _selected  # noqa: E402
-
-
-def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "prompt_compiler", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def write(path: Path, records: list[dict[str, Any]]) -> None:

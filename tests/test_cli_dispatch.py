@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from _cli import run_cli as cli
 
 MODEL = "models = [dict(abbr='m', meta_template='chatml')]\n"
 DATASET = (
@@ -14,10 +14,6 @@ DATASET = (
     "        retriever=dict(type='ZeroRetriever'), inferencer=dict(type='GenInferencer')),\n"
     "    rows=[dict(q='x', a='y')])]\n")
 
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "prompt_compiler", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_models_word_lists_templates_even_beside_a_models_folder(tmp_path: Path) -> None:

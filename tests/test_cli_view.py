@@ -12,25 +12,16 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli import run_cli as cli
 
 SUITE = Path(__file__).resolve().parent / "data" / "view" / "suite.yaml"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
-
-def cli(*args: Any, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "prompt_compiler", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def browser() -> str:

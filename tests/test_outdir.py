@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cli import EXAMPLE_INPUTS
 
 LOCK = ".out.compile-prompts-lock"
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
@@ -579,14 +580,5 @@ def test_same_bytes_across_hash_seeds_jobs_and_working_directories(tmp_path: Pat
     assert a == b
     manifest = json.loads(a["manifest.json"])
     assert set(manifest) == {"tool", "version", "mode", "inputs", "outputs"}
-    assert [i["path"] for i in manifest["inputs"]] == [
-        "configs/datasets/arith/arith_gen_3shot.py", "configs/datasets/arith/arith_test.jsonl",
-        "configs/datasets/arith/arith_train.jsonl", "configs/datasets/capitals/capitals.jsonl",
-        "configs/datasets/capitals/capitals_gen_0shot.py",
-        "configs/datasets/dialogue/dialogue.jsonl", "configs/datasets/dialogue/dialogue_chat.yaml",
-        "configs/datasets/sentiment/sentiment.jsonl", "configs/datasets/sentiment/sentiment_ppl.py",
-        "configs/eval_demo.py", "configs/models/gpt_4o_mini.py",
-        "configs/models/hf_qwen2_5_7b_instruct.py", "configs/models/hf_tinychat_1b.py",
-        "configs/models/internlm2_chat_7b_turbomind.py",
-        "prompt_compiler/meta_templates/internlm2-chat.yaml"]
+    assert [i["path"] for i in manifest["inputs"]] == EXAMPLE_INPUTS
     assert str(repo) not in a["manifest.json"].decode()

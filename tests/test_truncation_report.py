@@ -9,24 +9,14 @@ Row 1's question alone is 14 tokens: every shot dropped and still over. PPL: sho
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli import run_cli as run
 
 SUITE = Path(__file__).resolve().parent / "data" / "truncation" / "suite.yaml"
 
-
-def run(*args: Any, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "prompt_compiler", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def records(path: Path) -> list[dict[str, Any]]:
