@@ -2,7 +2,7 @@
 
 The pipeline, each stage usable alone::
 
-    config -> template -> retrieve -> assemble -> render -> emit
+    config -> template -> retrieve -> assemble -> plan -> render -> emit
 
 Whole suites, as the CLI compiles them::
 
@@ -24,15 +24,15 @@ __version__ = "0.1.0"
 
 from .assemble.base import Record
 from .compiler import CompiledDataset, Compiler
+from .data.reader import ReaderConfig
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
-from .model import Model, whitespace_tokens
+from .model.spec import Model, whitespace_tokens
 from .policy import DEFECTS, Policy
 from .promptlist import Marker, PromptList, RoleItem
-from .reader import ReaderConfig
 from .render import MetaTemplate
 from .suite import Suite, compile, compile_to_dir, load
-from .template import PromptTemplate, RawPromptTemplate
+from .template.prompt_template import PromptTemplate, RawPromptTemplate
 
 __all__ = [
     *_errors_all,

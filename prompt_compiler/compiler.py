@@ -23,12 +23,12 @@ from .assemble.ppl import ppl_records, ppl_reference_failure
 from .assemble.scoring import ll_records, ppl_only_records, sw_ce_loss_records
 from .config.custom import circular_rows, complete_custom_dataset
 from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
+from .data.reader import DatasetRows, ReaderConfig, prepare_rows
 from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError
-from .model import Model, TokenCounter, whitespace_tokens
+from .model.spec import Model, TokenCounter, whitespace_tokens
 from .policy import Policy
-from .reader import DatasetRows, ReaderConfig, prepare_rows
-from .retrieve import Retriever, default_retrievers
-from .template import PromptTemplate, RawPromptTemplate
+from .retrieve.basic import Retriever, default_retrievers
+from .template.prompt_template import PromptTemplate, RawPromptTemplate
 from .values import find_problem, join_path
 
 __all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning"]
@@ -159,7 +159,7 @@ class Compiler:
     def token_counter(self, name: Any, where: str = "model") -> TokenCounter:
         """A registered counter by name, else a real tokenizer the name points to.
 
-        Anything not registered is read by :func:`prompt_compiler.tokenize.load_tokenizer`:
+        Anything not registered is read by :func:`prompt_compiler.model.tokenize.load_tokenizer`:
         a ``tokenizer.json``, a tokenizer folder or its ``tokenizer_config.json``, or a
         tiktoken encoding / OpenAI model name (loaded tokenizers are cached per process).
         """
@@ -168,7 +168,7 @@ class Compiler:
         if not isinstance(name, str) or not name:
             raise RegistryError(f"unknown token counter {name!r}; available: "
                                 f"{', '.join(self.token_counters)}", key_path=f"{where}.tokenizer")
-        from .tokenize import load_tokenizer
+        from .model.tokenize import load_tokenizer
 
         try:
             return load_tokenizer(name)
@@ -278,7 +278,7 @@ class Compiler:
             if ("splits" in dataset or "rows" in dataset) else None
         if rows is None:
             raise ConfigError("the dataset has no rows: give 'rows' or 'splits' (or load them "
-                              "with prompt_compiler.data first)", key_path="dataset")
+                              "with prompt_compiler.data.sources first)", key_path="dataset")
         for col in reader.input_columns:
             if rows.test and col not in rows.test[0]:
                 from .errors import MissingFieldError
@@ -287,7 +287,7 @@ class Compiler:
                     f"input column {col!r} is not in the rows; columns: "
                     f"{', '.join(str(c) for c in rows.test[0] if c not in ('subdivision', 'idx'))}",
                     key_path="reader_cfg.input_columns", row=0)
-        from .fewshot import check_fewshot, check_ice_template
+        from .assemble.fewshot import check_fewshot, check_ice_template
 
         opts = dict(options)
         limit = opts.pop("limit", None)  # --limit N: the first N test rows
@@ -327,9 +327,9 @@ class Compiler:
         if not spans:
             yield from self._records(job, kind, params, reply, lean=lean, rows=rows)[2]
             return
-        # Span provenance re-renders each record through the generic path (prompt_compiler.spans).
-        from .emit import record_json
-        from .spans import add_spans
+        # Span provenance re-renders each record through the generic path (prompt_compiler.inspection.spans).
+        from .emit.records import record_json
+        from .inspection.spans import add_spans
 
         _, labels, records = self._records(job, kind, params, reply, lean=False, rows=rows)
         yield from add_spans(job, kind, params, records, labels,

@@ -31,11 +31,11 @@ from typing import Any
 from .assemble.base import Job, Record
 from .assemble.gen import gen_record
 from .assemble.ppl import ppl_row_records
+from .data.reader import iter_rows
 from .errors import PromptCompilerError
-from .model import Model, whitespace_tokens
+from .model.spec import Model, whitespace_tokens
 from .promptlist import PromptList, RoleItem
-from .reader import iter_rows
-from .template import PromptTemplate
+from .template.prompt_template import PromptTemplate
 
 __all__ = ["Plan", "compile_plan", "gen_records", "ppl_records", "supports"]
 

@@ -31,12 +31,12 @@ from . import __version__
 from .assemble.base import Record
 from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
-from .data import attach_rows
-from .emit import record_bytes, record_json
+from .data.sources import attach_rows
+from .emit.manifest import build_manifest, input_root
+from .emit.names import MANIFEST, check_unique, output_name
+from .emit.outdir import OutputDir, _os, write_jsonl
+from .emit.records import record_bytes, record_json
 from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
-from .manifest import build_manifest, input_root
-from .outdir import OutputDir, _os, write_jsonl
-from .outnames import MANIFEST, check_unique, output_name
 from .workers import init_worker, stop_workers
 
 __all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
@@ -56,7 +56,7 @@ class Pair:
 
     @property
     def out_name(self) -> str:
-        """The record file in OUT (see :mod:`prompt_compiler.outnames`)."""
+        """The record file in OUT (see :mod:`prompt_compiler.emit.names`)."""
         return output_name(self.model.abbr, self.dataset.abbr)
 
 
@@ -141,7 +141,7 @@ def model_from_name(name_or_file: str) -> list[ModelConfig]:
         if not suite.models:
             raise ConfigError("this config defines no models", config_path=str(path))
         return list(suite.models)
-    from .meta_library import load_model_template
+    from .model.meta_library import load_model_template
 
     tpl = load_model_template(name_or_file)
     spec = {"name": tpl.name, "parser": tpl.renderer, "meta_template": tpl.meta_template_dict()}
@@ -266,11 +266,11 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
     """What a user should hear about a dataset that still compiles.
 
     A test split with no rows (nothing is compiled), and ``{placeholders}`` naming no
-    column of the rows (:func:`prompt_compiler.placeholders.unknown_placeholders`: they
+    column of the rows (:func:`prompt_compiler.template.placeholders.unknown_placeholders`: they
     stay in the prompt verbatim). Each is an error object carrying its key path, so a
     caller can print it as a warning or raise it (``--strict``).
     """
-    from .placeholders import unknown_placeholders
+    from .template.placeholders import unknown_placeholders
 
     if not job.rows.test:
         return [DataError("the test split has no rows, so nothing is compiled for this "
@@ -351,7 +351,7 @@ SPLIT_ROWS = 2_000
 
 def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int) -> list[range | None]:
     """How a pair's test rows are shared among ``jobs`` processes (``[None]``: one does all)."""
-    from .data import NotPeekable, peeking
+    from .data.sources import NotPeekable, peeking
 
     try:
         with peeking():  # rows from a pipe are left for the worker
@@ -375,7 +375,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
-    ``out`` is replaced as a whole (see :mod:`prompt_compiler.outdir`): afterwards it
+    ``out`` is replaced as a whole (see :mod:`prompt_compiler.emit.outdir`): afterwards it
     holds exactly the files the manifest lists, or, if anything fails, what it held
     before. A non-empty folder this tool did not write is refused unless
     ``replace_foreign``. With ``out=None`` everything is compiled and checked, and
@@ -448,7 +448,7 @@ def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> l
     """Every file that shaped the output: the configs given or found, the configs they
     pull in (``read_base()``/``_base_``), the data files, and model/chat template files."""
     from .config.bases import base_files
-    from .data import row_files
+    from .data.sources import row_files
 
     files: dict[Path, None] = {}
     for cfg in suite.configs:

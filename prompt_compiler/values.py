@@ -11,7 +11,7 @@ far from where they came from, so they are refused at the door with the file, ke
   written as UTF-8. In rows they are reported when the record holding them is written.
 
 ``NaN``/``Infinity`` are allowed in values (a prompt shows them as ``nan``/``inf``); output
-JSON is kept strict where records are serialised (:mod:`prompt_compiler.emit`).
+JSON is kept strict where records are serialised (:mod:`prompt_compiler.emit.records`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""BM25 in-context example ranking (prompt_compiler.bm25) and its NLTK-compatible tokenizer."""
+"""BM25 in-context example ranking (prompt_compiler.retrieve.bm25) and its NLTK-compatible tokenizer."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from prompt_compiler.bm25 import (
+from prompt_compiler.errors import ConfigError, DataError, MissingFieldError
+from prompt_compiler.retrieve.bm25 import (
     BM25Index,
     input_field_text,
     split_sentences,
     treebank_tokenize,
     word_tokenize,
 )
-from prompt_compiler.errors import ConfigError, DataError, MissingFieldError
 
 # -- tokenizer ---------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from conftest import run_conformance
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prompt_compiler.chat_template import ChatTemplate, RaisedTemplateError
 from prompt_compiler.errors import (
     ConfigError,
     DataError,
@@ -21,6 +20,7 @@ from prompt_compiler.errors import (
     TemplateSyntaxError,
     UnsupportedError,
 )
+from prompt_compiler.render.chat_template import ChatTemplate, RaisedTemplateError
 
 # A small ChatML-style template, written for these tests.
 CHATML = (

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from prompt_compiler.cli import main
-from prompt_compiler.meta_library import list_model_templates
+from prompt_compiler.model.meta_library import list_model_templates
 
 REPO = Path(__file__).resolve().parents[1]
 CHAT = REPO / "tests" / "data" / "chat_templates"

@@ -19,7 +19,7 @@ import pytest
 from _cli import EXAMPLE_INPUTS
 
 from prompt_compiler.cli import main
-from prompt_compiler.meta_library import list_model_templates
+from prompt_compiler.model.meta_library import list_model_templates
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"

@@ -289,7 +289,7 @@ def test_every_shared_case_loads(shared_dir: Path) -> None:
 
 
 def test_meta_template_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    library = types.ModuleType("prompt_compiler.meta_library")
+    library = types.ModuleType("prompt_compiler.model.meta_library")
     calls: list[str] = []
 
     def load_model_template(name_or_path: str) -> object:
@@ -297,7 +297,7 @@ def test_meta_template_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         return types.SimpleNamespace(meta_template={"round": [{"role": "HUMAN"}]}, renderer="lm")
 
     library.load_model_template = load_model_template  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "prompt_compiler.meta_library", library)
+    monkeypatch.setitem(sys.modules, "prompt_compiler.model.meta_library", library)
     cfg = tmp_path / "m.yaml"
     cfg.write_text("models:\n  - {abbr: chat, meta_template: internlm2-chat}\n")
     (model,) = load_config(cfg).models
@@ -308,7 +308,7 @@ def test_meta_template_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_meta_template_from_the_real_library(tmp_path: Path) -> None:
-    library = pytest.importorskip("prompt_compiler.meta_library")
+    library = pytest.importorskip("prompt_compiler.model.meta_library")
     template = library.list_model_templates()[0]
     cfg = tmp_path / "m.py"
     cfg.write_text(f"models = [dict(abbr='m', meta_template={template.name!r})]\n")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from prompt_compiler.config import DatasetConfig, load_config
-from prompt_compiler.data import (
+from prompt_compiler.data.sources import (
     DatasetRows,
     attach_rows,
     load_splits,

@@ -22,15 +22,15 @@ import pytest
 from embed_corpus import INPUT_COLUMNS, TEST, TRAIN
 
 from prompt_compiler.compiler import Compiler
-from prompt_compiler.embed_retrieve import (
+from prompt_compiler.data.reader import ReaderConfig
+from prompt_compiler.errors import ConfigError, RetrievalError, UnsupportedError
+from prompt_compiler.policy import Policy
+from prompt_compiler.retrieve.embed import (
     DPPRetriever,
     TopkRetriever,
     VotekRetriever,
     _votek_select,
 )
-from prompt_compiler.errors import ConfigError, RetrievalError, UnsupportedError
-from prompt_compiler.policy import Policy
-from prompt_compiler.reader import ReaderConfig
 
 READER = ReaderConfig.from_dict({"input_columns": ["q"], "output_column": "a"})
 DEFAULT, COMPAT = Policy.of("default"), Policy.of("opencompass")
@@ -134,7 +134,7 @@ def test_builders_validate_and_mdl_is_a_clear_error() -> None:
 
 
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prompt_compiler import embed_retrieve
+    from prompt_compiler.retrieve import embed as embed_retrieve
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     embed_retrieve.load_embedder.cache_clear()
@@ -285,7 +285,7 @@ def test_xiezhi_and_mdl_through_the_cli(tmp_path: Path) -> None:
 
 def test_a_model_that_is_not_on_disk_is_a_config_error_without_download() -> None:
     _packaged_model()
-    from prompt_compiler.embed_retrieve import load_embedder
+    from prompt_compiler.retrieve.embed import load_embedder
 
     with pytest.raises(ConfigError, match="cannot load sentence-transformers model "
                                           "'no-such-org/no-such-model' \\(name\\)"):

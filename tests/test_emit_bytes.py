@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prompt_compiler.emit import record_bytes
+from prompt_compiler.emit.records import record_bytes
 from prompt_compiler.errors import DataError
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)))  # any text but lone surrogates

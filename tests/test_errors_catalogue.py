@@ -311,7 +311,7 @@ def test_mdl_retriever_unsupported():
 def test_embedding_retriever_without_the_extra(monkeypatch):
     import sys
 
-    from prompt_compiler import embed_retrieve
+    from prompt_compiler.retrieve import embed as embed_retrieve
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     embed_retrieve.load_embedder.cache_clear()

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import prompt_compiler as pc
-from prompt_compiler.retrieve import stateless_sample
+from prompt_compiler.retrieve.basic import stateless_sample
 
 
 def test_inline_examples_in_ppl_prompts() -> None:

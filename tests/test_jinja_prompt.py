@@ -14,14 +14,19 @@ from conftest import REPO, run_conformance
 from hypothesis import given
 from hypothesis import strategies as st
 
-import prompt_compiler.jinja_prompt as jp
+import prompt_compiler.template.jinja_prompt as jp
 from prompt_compiler.errors import (
     ConfigError,
     MissingFieldError,
     TemplateError,
     TemplateSyntaxError,
 )
-from prompt_compiler.jinja_prompt import DEFAULT_TEMPLATE, JinjaPrompt, Prompt, compile_jinja
+from prompt_compiler.template.jinja_prompt import (
+    DEFAULT_TEMPLATE,
+    JinjaPrompt,
+    Prompt,
+    compile_jinja,
+)
 
 sys.path.insert(0, str(REPO / "tools"))
 from conformance_suites import adalflow as suite  # noqa: E402

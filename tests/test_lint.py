@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from prompt_compiler.lint import CODES
+from prompt_compiler.inspection.lint import CODES
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "lint"

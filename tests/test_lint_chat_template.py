@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prompt_compiler import suite as S
 from prompt_compiler.config import ModelConfig
-from prompt_compiler.lint import Finding, lint_suite
+from prompt_compiler.inspection.lint import Finding, lint_suite
 
 DATA = Path(__file__).resolve().parent / "data" / "lint"
 

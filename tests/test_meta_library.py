@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from prompt_compiler.errors import ConfigError, MetaTemplateError, RegistryError
-from prompt_compiler.meta_library import (
+from prompt_compiler.model.meta_library import (
     ENV_VAR,
     MetaTemplateLibrary,
     ModelTemplate,

@@ -1,4 +1,4 @@
-"""Pieces of prompt_compiler.outdir that a subprocess cannot reach precisely."""
+"""Pieces of prompt_compiler.emit.outdir that a subprocess cannot reach precisely."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from types import FrameType
 
 import pytest
 
+from prompt_compiler.emit.outdir import OutputDir, _signals_held
 from prompt_compiler.errors import OutputError
-from prompt_compiler.outdir import OutputDir, _signals_held
 
 
 class Stop(BaseException):

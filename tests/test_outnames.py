@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from prompt_compiler.emit.names import check_unique, file_name, output_name
 from prompt_compiler.errors import ConfigError
-from prompt_compiler.outnames import check_unique, file_name, output_name
 
 
 @pytest.mark.parametrize(("abbr", "name"), [

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import prompt_compiler as pc
 from prompt_compiler import plan
-from prompt_compiler.emit import record_json
+from prompt_compiler.emit.records import record_json
 
 sys.path.insert(0, str(REPO / "tools"))
 from conformance_suites.opencompass import decode  # noqa: E402

@@ -5,7 +5,7 @@ from importlib import metadata
 import pytest
 
 import prompt_compiler as pc
-from prompt_compiler.retrieve import FixKRetriever
+from prompt_compiler.retrieve.basic import FixKRetriever
 
 
 def _build_first_two(params, where):

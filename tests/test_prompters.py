@@ -418,9 +418,9 @@ def test_doc_quick_start_return_dict_with_str_instruction():
 # -- model templates of this project ----------------------------------------------------------
 
 def test_for_model_applies_the_template_tokens():
-    if importlib.util.find_spec("prompt_compiler.meta_library") is None:
-        pytest.skip("prompt_compiler.meta_library is not available")
-    from prompt_compiler.meta_library import load_model_template
+    if importlib.util.find_spec("prompt_compiler.model.meta_library") is None:
+        pytest.skip("prompt_compiler.model.meta_library is not available")
+    from prompt_compiler.model.meta_library import load_model_template
 
     try:
         template = load_model_template("internlm2-chat")

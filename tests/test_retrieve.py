@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from prompt_compiler import ConfigError, Policy, ReaderConfig, RetrievalError, UnsupportedError
-from prompt_compiler.retrieve import (
+from prompt_compiler.retrieve.basic import (
     RandomRetriever,
     SlidingWindowRetriever,
     default_retrievers,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from prompt_compiler.chat_template import ChatTemplate
 from prompt_compiler.cli import main
 from prompt_compiler.errors import PromptCompilerError, TemplateError
-from prompt_compiler.jinja_prompt import JinjaPrompt, compile_jinja
 from prompt_compiler.prompters import ChatPrompter
+from prompt_compiler.render.chat_template import ChatTemplate
+from prompt_compiler.template.jinja_prompt import JinjaPrompt, compile_jinja
 
 MARK = "PWNED"  # the file every payload tries to create in the working folder
 

@@ -21,7 +21,7 @@ import _ocdir as O  # noqa: E402
 from test_cli_diff import _compile_all  # noqa: E402
 from test_opencompass_dir import _selected  # noqa: E402
 
-from prompt_compiler.reader import ReaderConfig, prepare_rows  # noqa: E402
+from prompt_compiler.data.reader import ReaderConfig, prepare_rows  # noqa: E402
 
 SUITE = Path(__file__).resolve().parent / "data" / "view" / "suite.yaml"
 T = {"kind": "template"}
@@ -166,7 +166,7 @@ def test_spans_hold_on_the_shared_cases(shared_dir: Path, tmp_path: Path) -> Non
 def test_sentinel_text_in_data_gives_null_spans() -> None:
     """A value that already holds the private-use sentinels cannot be traced: null, not a guess."""
     import prompt_compiler as pc
-    from prompt_compiler.emit import record_json
+    from prompt_compiler.emit.records import record_json
 
     ds = {
         "abbr": "d",
@@ -194,7 +194,7 @@ def test_sentinel_text_in_data_gives_null_spans() -> None:
     )
 )
 def test_strip_tags_tiles_the_text(ops: list[tuple[str, str]]) -> None:
-    from prompt_compiler.spans import CLOSE, Tags, strip_tags
+    from prompt_compiler.inspection.spans import CLOSE, Tags, strip_tags
 
     tags = Tags()
     origins = {"open-col": col("c", "test", 0), "open-meta": M, "open-tpl": T}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from prompt_compiler.data import JsonlRows
+from prompt_compiler.data.reader import ReaderConfig, iter_rows, prepare_rows
+from prompt_compiler.data.sources import JsonlRows
 from prompt_compiler.errors import DataError
-from prompt_compiler.reader import ReaderConfig, iter_rows, prepare_rows
 
 MODEL = """\
 from opencompass.models import HuggingFaceCausalLM

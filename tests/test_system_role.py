@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import prompt_compiler as pc
-from prompt_compiler.chat_template import ChatTemplate
+from prompt_compiler.model.system_role import apply_system_role, chat_template_system
 from prompt_compiler.promptlist import Marker, PromptList, RoleItem
-from prompt_compiler.system_role import apply_system_role, chat_template_system
+from prompt_compiler.render.chat_template import ChatTemplate
 
 PROMPT = PromptList((Marker("begin", "begin"), RoleItem.of("SYSTEM", "S", fallback_role="HUMAN"),
                      Marker("begin", "end"), Marker("round", "begin"), RoleItem.of("HUMAN", "U"),

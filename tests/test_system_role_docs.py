@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from prompt_compiler.meta_library import list_model_templates
-from prompt_compiler.model import Model
-from prompt_compiler.system_role import system_handling
+from prompt_compiler.model.meta_library import list_model_templates
+from prompt_compiler.model.spec import Model
+from prompt_compiler.model.system_role import system_handling
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "system_role.md"
 

@@ -19,7 +19,7 @@ import pytest
 
 from prompt_compiler.compiler import Compiler
 from prompt_compiler.errors import ConfigError, RegistryError, UnsupportedError
-from prompt_compiler.tokenize import load_tokenizer
+from prompt_compiler.model.tokenize import load_tokenizer
 
 needs_tokenizers = pytest.mark.skipif(
     importlib.util.find_spec("tokenizers") is None,
@@ -150,7 +150,7 @@ def test_unknown_names_and_missing_files_are_config_errors(tmp_path: Path) -> No
 
 
 def test_missing_extras_name_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from prompt_compiler import tokenize
+    from prompt_compiler.model import tokenize
 
     (tmp_path / "tok").mkdir()
     (tmp_path / "tok" / "tokenizer.json").write_text("{}", encoding="utf-8")

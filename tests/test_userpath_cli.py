@@ -250,7 +250,7 @@ def test_library_load_and_compile(tree: Path) -> None:
 
 def test_show_displays_what_the_jsonl_holds(tree: Path) -> None:
     """--show, the JSONL and the library record agree (a chat-template model)."""
-    from prompt_compiler.viewer import visible
+    from prompt_compiler.inspection.viewer import visible
 
     (tree / "extra" / "t.yaml").write_text(
         "models:\n  - abbr: tpl\n    parser: hf_chat\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prompt_compiler.viewer import segments, visible
+from prompt_compiler.inspection.viewer import segments, visible
 
 
 def test_segments_by_hand() -> None:

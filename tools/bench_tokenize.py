@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from prompt_compiler.compiler import Compiler
-from prompt_compiler.tokenize import load_tokenizer
+from prompt_compiler.model.tokenize import load_tokenizer
 
 WORDS = ("the of and to in is was for on that with as by at from it an be this which or are "
          "were his her their has have had not but one all been its more also who after when "

@@ -6,13 +6,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from ..errors import DataError, MissingTokenError, PromptCompilerError, RetrievalError, TemplateError
-from ..model import Model
+from ..data.reader import DatasetRows, ReaderConfig
+from ..errors import (
+    DataError,
+    MissingTokenError,
+    PromptCompilerError,
+    RetrievalError,
+    TemplateError,
+)
+from ..model.spec import Model
 from ..policy import Policy
 from ..promptlist import PromptList
-from ..reader import DatasetRows, ReaderConfig
-from ..retrieve import Retriever
-from ..template import Ice, PromptTemplate, RawPromptTemplate
+from ..retrieve.basic import Retriever
+from ..template.prompt_template import Ice, PromptTemplate, RawPromptTemplate
 
 __all__ = ["Job", "Record", "Template"]
 
@@ -66,7 +72,7 @@ class Record:
     token_len_full: int | None = None
     over_limit: bool = False
     spans: Any = None
-    """Span provenance when asked for (:mod:`prompt_compiler.spans`); ``None`` otherwise."""
+    """Span provenance when asked for (:mod:`prompt_compiler.inspection.spans`); ``None`` otherwise."""
     rendered: Any = None
     gold: Any = None
 
@@ -194,7 +200,7 @@ class Job:
     def _shaped(self, prompt: Any) -> Any:
         """The few-shot style applied (``fewshot: inline`` folds examples into the user turn)."""
         if self.options.get("fewshot") == "inline":
-            from ..fewshot import inline_examples
+            from .fewshot import inline_examples
 
             return inline_examples(prompt)
         return prompt

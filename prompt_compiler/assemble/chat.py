@@ -139,7 +139,7 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
             history = chat[:pos]
             shown = history
             if model.system_role is not None:  # the model's system-role policy, as in render
-                from ..system_role import apply_system_role
+                from ..model.system_role import apply_system_role
 
                 shown = apply_system_role(history, model.system_role, model=model.abbr)
             if model.parser == "lm":

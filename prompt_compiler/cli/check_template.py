@@ -53,8 +53,8 @@ def _model(name: str) -> object:
 def run(argv: list[str]) -> int:
     """Check a meta template against a chat template."""
     args = _parser().parse_args(argv)
-    from ..chat_template import ChatTemplate
-    from ..check_template import check_template
+    from ..inspection.check_template import check_template
+    from ..render.chat_template import ChatTemplate
 
     try:
         model = _model(args.model)

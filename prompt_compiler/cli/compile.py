@@ -23,8 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
-from ..outdir import OutputDir
 from . import one_line
 
 __all__ = ["quiet_warnings", "run", "warnings_to_stderr"]
@@ -201,7 +201,7 @@ def run(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from .. import suite as S
-    from ..viewer import visible
+    from ..inspection.viewer import visible
 
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
@@ -238,7 +238,7 @@ def _run(args: argparse.Namespace) -> int:
                                     models=args.models, strict=args.strict,
                                     arguments=_arguments(args))
         if args.check:
-            from ..lint import lint_suite
+            from ..inspection.lint import lint_suite
 
             with quiet_warnings():
                 findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only)

@@ -59,7 +59,7 @@ def run(argv: list[str]) -> int:
             parser.error(f"{path}: no such file or folder")
     if args.a.is_file() != args.b.is_file():
         parser.error("give two output folders or two record files, not one of each")
-    from ..diff import diff_outputs, diff_text, to_json
+    from ..inspection.diff import diff_outputs, diff_text, to_json
 
     try:
         pairs = list(diff_outputs(args.a, args.b))

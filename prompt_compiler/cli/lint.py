@@ -44,7 +44,7 @@ def run(argv: list[str]) -> int:
     """Lint a suite."""
     args = _parser().parse_args(argv)
     from .. import suite as S
-    from ..lint import lint_suite
+    from ..inspection.lint import lint_suite
     from .compile import quiet_warnings
 
     try:

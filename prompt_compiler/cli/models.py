@@ -14,7 +14,7 @@ def run(argv: list[str]) -> int:
                                      description="List the built-in model templates.")
     parser.add_argument("--json", action="store_true", help="print them as JSON")
     args = parser.parse_args(argv)
-    from ..meta_library import list_model_templates
+    from ..model.meta_library import list_model_templates
 
     templates = list_model_templates()
     if args.json:

@@ -284,7 +284,7 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         if key in entry:
             spec[key] = _optional_int(entry, key, key_path, where)
     if "system_role" in entry:
-        from ..system_role import check_system_role
+        from ..model.system_role import check_system_role
 
         try:
             spec["system_role"] = check_system_role(entry["system_role"], model=abbr,
@@ -373,15 +373,15 @@ def _check_renderer(value: Any, key_path: str, where: dict[str, Any]) -> Rendere
 
 
 def _library_template(name: str, config_dir: Path, key_path: str, where: dict[str, Any]) -> Any:
-    """Look a meta template up by name (or path) in ``prompt_compiler.meta_library``."""
+    """Look a meta template up by name (or path) in ``prompt_compiler.model.meta_library``."""
     try:
-        from ..meta_library import (  # type: ignore[import-not-found,unused-ignore]
+        from ..model.meta_library import (  # type: ignore[import-not-found,unused-ignore]
             load_model_template,
         )
     except ImportError as exc:
         raise ConfigError(
             f"meta_template {name!r} refers to a template by name, but "
-            "prompt_compiler.meta_library is not available",
+            "prompt_compiler.model.meta_library is not available",
             key_path=key_path,
             **where,
         ) from exc

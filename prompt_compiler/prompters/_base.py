@@ -89,7 +89,7 @@ class InstructionPrompter:
 
         Args:
             model: A model template name or path, as accepted by
-                ``prompt_compiler.meta_library.load_model_template``.
+                ``prompt_compiler.model.meta_library.load_model_template``.
             *args: The prompter's own arguments (instruction, extra_keys, ...).
             **kwargs: The prompter's own keyword arguments.
         """
@@ -98,7 +98,7 @@ class InstructionPrompter:
 
     def apply_model_template(self: _P, name_or_path: str) -> _P:
         """Apply the ``prompter`` token mapping of a model template (none: nothing changes)."""
-        from ..meta_library import load_model_template  # lazy: the library is optional here
+        from ..model.meta_library import load_model_template  # lazy: the library is optional here
 
         template = load_model_template(name_or_path)
         return self.set_model_tokens(**dict(template.prompter))

@@ -31,7 +31,7 @@ import jinja2
 
 from conformance_suites._common import Outcome, diff, outcome, peer_cases
 from prompt_compiler.errors import MissingFieldError, PromptCompilerError
-from prompt_compiler.jinja_prompt import JinjaPrompt
+from prompt_compiler.template.jinja_prompt import JinjaPrompt
 
 COMPAT = "adalflow"
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance_suites._common import Outcome, diff, outcome, peer_cases
-from prompt_compiler.chat_template import ChatTemplate
 from prompt_compiler.errors import PromptCompilerError
+from prompt_compiler.render.chat_template import ChatTemplate
 
 # The reference tokenizer had these tokens even where a case's special_tokens is empty or
 # absent (e.g. axolotl's alpaca template renders "<s>"..."</s>" with special_tokens {});

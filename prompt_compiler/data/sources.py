@@ -33,9 +33,9 @@ from typing import Any, overload
 
 import orjson
 
-from .config.records import DatasetConfig
-from .errors import DataError, PromptCompilerError
-from .values import describe_load_error, find_problem
+from ..config.records import DatasetConfig
+from ..errors import DataError, PromptCompilerError
+from ..values import describe_load_error, find_problem
 
 __all__ = [
     "BUILTIN_READERS",

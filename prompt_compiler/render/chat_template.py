@@ -37,8 +37,7 @@ import jinja2.nodes
 import jinja2.parser
 import jinja2.runtime
 
-from .chat_inputs import continue_fields, plain, prepare_messages, template_globals
-from .errors import (
+from ..errors import (
     ConfigError,
     DataError,
     PromptCompilerError,
@@ -47,7 +46,8 @@ from .errors import (
     TemplateSyntaxError,
     UnsupportedError,
 )
-from .sandbox import PromptSandbox
+from ..sandbox import PromptSandbox
+from .chat_inputs import continue_fields, plain, prepare_messages, template_globals
 
 __all__ = ["SPECIAL_TOKEN_NAMES", "ChatTemplate", "RaisedTemplateError"]
 

@@ -18,7 +18,7 @@ Each :class:`Finding` has a stable ``code``:
     An in-context example whose input columns equal the test row's.
 ``system-dropped``
     The prompt has a system message that the model's template drops or merges into a
-    user turn (see :mod:`prompt_compiler.system_role`).
+    user turn (see :mod:`prompt_compiler.model.system_role`).
 
 Findings are warnings: the compile itself still succeeds. Model-independent findings
 carry ``model=None``.
@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .compiler import Compiler
-from .placeholders import unknown_placeholders
-from .special_tokens import model_special_tokens
-from .system_role import has_system, system_handling
+from ..compiler import Compiler
+from ..model.special_tokens import model_special_tokens
+from ..model.system_role import has_system, system_handling
+from ..template.placeholders import unknown_placeholders
 
 __all__ = ["CODES", "Finding", "lint_suite"]
 
@@ -244,8 +244,8 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
     """
     import fnmatch
 
-    from .data import attach_rows
-    from .errors import PromptCompilerError
+    from ..data.sources import attach_rows
+    from ..errors import PromptCompilerError
 
     globs = list(only)
     compiler = Compiler(mode=mode)

@@ -8,7 +8,7 @@ A model config's ``tokenizer`` names one of:
   (``gpt-4``, ``gpt-4o``...), optionally written ``tiktoken:NAME`` (extra ``tiktoken``).
 
 Counting follows the OpenCompass model class that consumes the prompt (see
-:meth:`prompt_compiler.model.Model.token_len`): Hugging Face base models count with the
+:meth:`prompt_compiler.model.spec.Model.token_len`): Hugging Face base models count with the
 tokenizer's special tokens (``tokenizer.encode(text)``), chat-template models count the
 chat-template text without adding any, tiktoken counts special-token text as plain text.
 
@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, UnsupportedError
+from ..errors import ConfigError, UnsupportedError
 
 __all__ = ["HFTokenizer", "TiktokenTokenizer", "Tokenizer", "load_tokenizer"]
 
@@ -152,7 +152,7 @@ def _hf(path: Path) -> HFTokenizer:
             config = loaded
     chat_template = None
     if config.get("chat_template") is not None:
-        from .chat_template import ChatTemplate
+        from ..render.chat_template import ChatTemplate
 
         chat_template = ChatTemplate.load(str(config_file))
     return HFTokenizer(str(file), chat_template, backend=backend)

@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .errors import LabelError, MissingTokenError, RenderError, TemplateError
+from ..errors import LabelError, MissingTokenError, RenderError, TemplateError
+from ..policy import Policy
+from ..promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
 from .fill import Pattern, RowValues
-from .policy import Policy
-from .promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
 
 __all__ = ["Ice", "PromptTemplate", "RawPromptTemplate", "Rendered", "mask_row"]
 
@@ -388,7 +388,7 @@ class _JinjaFiller:
     """A Jinja2 template text, filled from the row's typed values."""
 
     compiled: Any
-    """A :class:`~prompt_compiler.jinja_prompt.CompiledJinja`."""
+    """A :class:`~prompt_compiler.template.jinja_prompt.CompiledJinja`."""
 
     def fill(self, values: RowValues) -> str:
         return str(self.compiled.render(dict(values.raw or values.values)))

@@ -58,7 +58,7 @@ def model_special_tokens(meta: Mapping[str, Any] | None, chat_template: Any = No
 
     Args:
         meta: The model's meta template dict (or ``None``).
-        chat_template: A :class:`~prompt_compiler.chat_template.ChatTemplate`, or ``None``.
+        chat_template: A :class:`~prompt_compiler.render.chat_template.ChatTemplate`, or ``None``.
         extra: More texts to read tokens from (e.g. a prompter's slots).
     """
     found: dict[str, None] = {}

@@ -38,9 +38,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import ConfigError, RetrievalError, UnsupportedError
-from .policy import Policy
-from .reader import ReaderConfig
+from ..data.reader import ReaderConfig
+from ..errors import ConfigError, RetrievalError, UnsupportedError
+from ..policy import Policy
 
 __all__ = ["DPPRetriever", "Embedder", "TopkRetriever", "VotekRetriever", "load_embedder",
            "top_k"]

@@ -12,7 +12,7 @@ transformers 5.x does more than hand the messages to Jinja2, and templates depen
 * ``dict`` is a restricted callable (``dict(...)`` and ``dict.fromkeys(...)`` only) and
   ``namespace`` refuses underscore-prefixed attribute names.
 
-:mod:`prompt_compiler.chat_template` applies these before rendering.
+:mod:`prompt_compiler.render.chat_template` applies these before rendering.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError, DataError
+from ..errors import ConfigError, DataError
 
 __all__ = ["DatasetRows", "ReaderConfig", "RowView", "iter_rows", "prepare_rows"]
 
@@ -76,7 +76,7 @@ class RowView(Sequence[Row]):
     """Rows of a lazily read split, normalised (and range-selected) one at a time.
 
     Args:
-        source: The split as read (e.g. :class:`~prompt_compiler.data.JsonlRows`).
+        source: The split as read (e.g. :class:`~prompt_compiler.data.sources.JsonlRows`).
         columns: The first row's keys: every row gets exactly these, in this order.
         subdivision: The ``subdivision`` value.
         where: Key path of the data, for errors.

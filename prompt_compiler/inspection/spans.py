@@ -32,8 +32,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from . import fill
-from .assemble.base import Job, Record
+from ..assemble.base import Job, Record
+from ..template import fill
 
 __all__ = ["UNKNOWN", "add_spans", "strip_tags"]
 
@@ -175,7 +175,7 @@ class _WrapContent:
 
 
 def _tagged_job(job: Job, kind: str, tags: Tags) -> Job:
-    from .render.meta import MetaTemplate
+    from ..render.meta import MetaTemplate
 
     model = job.model
     meta = None
@@ -258,8 +258,8 @@ def _spans_of(tagged: Any, plain: Any, tags: Tags, default: dict[str, Any]) -> A
 def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[Record],
               labels: Sequence[Any] | None, written: Callable[[Record], Any]) -> Iterator[Record]:
     """``records`` with :attr:`Record.spans` set (``written(rec)`` is the prompt as written)."""
-    from .assemble.gen import gen_record
-    from .assemble.ppl import ppl_row_records
+    from ..assemble.gen import gen_record
+    from ..assemble.ppl import ppl_row_records
 
     tags = Tags()
     tjob = _tagged_job(job, kind, tags)
@@ -271,7 +271,7 @@ def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[
     chat_twins: Iterator[Record] | None = None
     ppl_row: tuple[Any, list[Record]] | None = None
     if kind == "chat":
-        from .assemble.chat import chat_records
+        from ..assemble.chat import chat_records
 
         chat_twins = chat_records(tjob, infer_mode=params.get("infer_mode", "last"))
     for rec in records:  # built untagged, outside the tagging context

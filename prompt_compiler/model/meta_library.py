@@ -8,7 +8,7 @@ slots. The files shipped with the project live in ``prompt_compiler/meta_templat
 folders can be added through the ``PROMPT_COMPILER_META_TEMPLATES`` environment variable
 (``os.pathsep``-separated) or by building a :class:`MetaTemplateLibrary` directly::
 
-    >>> from prompt_compiler.meta_library import load_model_template
+    >>> from prompt_compiler.model.meta_library import load_model_template
     >>> tpl = load_model_template("llama3_instruct")        # case, '_' and '-' do not matter
     >>> tpl.name, tpl.renderer
     ('llama-3-instruct', 'lm')
@@ -37,7 +37,7 @@ from typing import Any, Literal, cast, get_args
 
 import yaml
 
-from .errors import ConfigError, MetaTemplateError, RegistryError
+from ..errors import ConfigError, MetaTemplateError, RegistryError
 
 __all__ = [
     "ENV_VAR",
@@ -529,7 +529,7 @@ def builtin_template_dirs() -> list[Path]:
     Found relative to this module, so a wheel, ``pip install .``, an editable install and a
     source checkout all find it from any working directory.
     """
-    folder = Path(__file__).resolve().parent / "meta_templates"
+    folder = Path(__file__).resolve().parents[1] / "meta_templates"
     return [folder] if folder.is_dir() else []
 
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .errors import ConfigError, PromptCompilerError, RegistryError, RenderError, UnknownRoleError
-from .policy import Policy
-from .promptlist import PromptList
-from .render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
-from .render.api import prompt_text
+from ..errors import ConfigError, PromptCompilerError, RegistryError, RenderError, UnknownRoleError
+from ..policy import Policy
+from ..promptlist import PromptList
+from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
+from ..render.api import prompt_text
 from .tokenize import Tokenizer
 
 __all__ = ["OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter", "openai_messages",
@@ -67,7 +67,7 @@ def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
     if parser != "hf_chat" or not isinstance(cfg, Mapping):
         raise ConfigError("prompter must be a dict with a 'type' (AlpacaPrompter or ChatPrompter) "
                           "on an hf_chat model", key_path=where, model=abbr)
-    from . import prompters
+    from .. import prompters
 
     kind = str(cfg.get("type", "ChatPrompter")).rsplit(".", 1)[-1]
     cls = {"AlpacaPrompter": prompters.AlpacaPrompter, "ChatPrompter": prompters.ChatPrompter}.get(kind)
@@ -113,7 +113,7 @@ class Model:
     count_tokens: TokenCounter = field(default=whitespace_tokens)
     meta_raw: Mapping[str, Any] | None = None
     chat_template: Any = None
-    """A :class:`~prompt_compiler.chat_template.ChatTemplate` applied to the chat messages."""
+    """A :class:`~prompt_compiler.render.chat_template.ChatTemplate` applied to the chat messages."""
     api_format: str | None = None
     """A per-API request format (``openai``, ``gemini``, ...) applied to the messages."""
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -121,7 +121,7 @@ class Model:
     prompter: Any = None
     """An instruction prompter (``AlpacaPrompter``/``ChatPrompter``) that builds the final input."""
     system_role: str | None = None
-    """``native``, ``merge``, ``drop`` or ``error`` (:mod:`prompt_compiler.system_role`);
+    """``native``, ``merge``, ``drop`` or ``error`` (:mod:`prompt_compiler.model.system_role`);
     ``None`` keeps OpenCompass's behaviour."""
     model_class: str | None = None
     """The OpenCompass model class (``type``), which decides an API model's request shape."""
@@ -157,7 +157,7 @@ class Model:
                               key_path=f"{where}.max_seq_len", model=str(abbr))
         chat_template = None
         if cfg.get("chat_template") is not None:
-            from .chat_template import ChatTemplate
+            from ..render.chat_template import ChatTemplate
 
             if parser != "hf_chat":
                 raise ConfigError("chat_template needs parser 'hf_chat' (messages go through the "
@@ -177,7 +177,7 @@ class Model:
                                   key_path=f"{where}.chat_template", model=str(abbr)) from None
         api_format = cfg.get("api_format")
         if api_format is not None:
-            from .api_formats import DEFAULT_FORMATS
+            from ..api_formats import DEFAULT_FORMATS
 
             if parser == "lm":
                 raise ConfigError("api_format applies to api or hf_chat models, not lm",
@@ -244,7 +244,7 @@ class Model:
         if self.chat_template is not None:
             return self.chat_template.render(messages, add_generation_prompt=mode == "gen",
                                              **self.template_kwargs)
-        from .api_formats import format_chat
+        from ..api_formats import format_chat
 
         return format_chat(str(self.api_format), messages)
 
@@ -279,7 +279,7 @@ class Model:
         """Tokens of a rendered prompt, counted as OpenCompass's model class counts them.
 
         With the built-in counters a raw message list counts each message's repr. With a
-        real tokenizer (:mod:`prompt_compiler.tokenize`): ``lm`` and ``api`` models count
+        real tokenizer (:mod:`prompt_compiler.model.tokenize`): ``lm`` and ``api`` models count
         the prompt text with the tokenizer's special tokens (``tokenizer.encode(text)``;
         tiktoken adds none), ``hf_chat`` models count the chat template's text for one user
         turn holding the prompt, with a generation prompt and no added special tokens

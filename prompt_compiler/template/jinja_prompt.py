@@ -50,14 +50,14 @@ import jinja2
 from jinja2 import meta
 from jinja2.exceptions import UndefinedError
 
-from .errors import (
+from ..errors import (
     ConfigError,
     MissingFieldError,
     PromptCompilerError,
     TemplateError,
     TemplateSyntaxError,
 )
-from .sandbox import PromptSandbox, SecurityError
+from ..sandbox import PromptSandbox, SecurityError
 
 __all__ = [
     "COMPAT_MODES",

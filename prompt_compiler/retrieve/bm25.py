@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from .errors import ConfigError, DataError, MissingFieldError
+from ..errors import ConfigError, DataError, MissingFieldError
 
 __all__ = [
     "NLTK_DIFFERENCES",

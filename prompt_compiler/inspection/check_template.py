@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import PromptCompilerWarning
-from .policy import Policy
-from .promptlist import Marker, PromptList, RoleItem
+from ..errors import PromptCompilerWarning
+from ..policy import Policy
+from ..promptlist import Marker, PromptList, RoleItem
 
 __all__ = ["PROBES", "Probe", "ProbeResult", "check_template", "first_difference"]
 
@@ -120,7 +120,7 @@ def probe_prompt(messages: Sequence[Mapping[str, str]]) -> PromptList:
 
 
 def _meta_text(model: Any, messages: Sequence[Mapping[str, str]], gen: bool, chat: Any) -> str:
-    from .render import to_chat_messages
+    from ..render import to_chat_messages
 
     rendered = model.render(probe_prompt(messages), "gen" if gen else "ppl", Policy.of("default"))
     if isinstance(rendered, str):
@@ -133,13 +133,13 @@ def check_template(model: Any, chat_template: Any, *, strip_bos: bool = False,
     """Render every probe both ways and compare.
 
     Args:
-        model: A :class:`~prompt_compiler.model.Model` (its meta template and system_role).
-        chat_template: A :class:`~prompt_compiler.chat_template.ChatTemplate`.
+        model: A :class:`~prompt_compiler.model.spec.Model` (its meta template and system_role).
+        chat_template: A :class:`~prompt_compiler.render.chat_template.ChatTemplate`.
         strip_bos: Remove a leading ``bos_token`` from the chat template's text (meta
             templates leave BOS to the tokenizer).
     """
-    from .chat_template import RaisedTemplateError
-    from .system_role import apply_system_role
+    from ..model.system_role import apply_system_role
+    from ..render.chat_template import RaisedTemplateError
 
     bos = chat_template.special_tokens.get("bos_token") if strip_bos else None
     out = []

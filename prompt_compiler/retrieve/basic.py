@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import ConfigError, RetrievalError, UnsupportedError
-from .policy import Policy
-from .reader import ReaderConfig
+from ..data.reader import ReaderConfig
+from ..errors import ConfigError, RetrievalError, UnsupportedError
+from ..policy import Policy
 
 __all__ = [
     "BM25Retriever",
@@ -318,7 +318,7 @@ def _labels(row: Row, split: str, i: int) -> list[Any]:
 
 
 def _embedding(name: str) -> Callable[[Mapping[str, Any], str], Retriever]:
-    from . import embed_retrieve
+    from . import embed as embed_retrieve
 
     build: Callable[[Mapping[str, Any], str], Retriever] = embed_retrieve.builder(
         getattr(embed_retrieve, name))  # type: ignore[assignment]

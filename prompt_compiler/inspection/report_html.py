@@ -1,10 +1,10 @@
 """The HTML report: one self-contained static page showing what every model receives.
 
-Built from the records the CLI wrote (:mod:`prompt_compiler.outputs`), never from the
+Built from the records the CLI wrote (:mod:`prompt_compiler.inspection.outputs`), never from the
 configs again. The page needs no server, network or external file: styles and the small
 search script are inline, and every prompt is in the markup itself (a browser with
 scripts disabled still shows everything). Whitespace and special tokens are made visible
-with :func:`prompt_compiler.viewer.segments`, the cuts ``--show`` uses; records compiled
+with :func:`prompt_compiler.inspection.viewer.segments`, the cuts ``--show`` uses; records compiled
 with ``--spans`` are coloured by origin. With two outputs the page shows the items that
 differ, side by side. The same inputs give the same bytes.
 """

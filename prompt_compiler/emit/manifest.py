@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .emit import sha256_file
+from .records import sha256_file
 
 __all__ = ["TOOL", "build_manifest", "input_path", "input_root", "is_ours", "manifest_bytes"]
 
@@ -41,7 +41,7 @@ def input_path(path: str | os.PathLike[str], root: Path) -> str:
     ``prompt_compiler/...`` wherever the package is installed.
     """
     real = os.path.realpath(path)
-    package = os.path.dirname(os.path.realpath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     if real.startswith(package + os.sep):
         return Path("prompt_compiler", os.path.relpath(real, package)).as_posix()
     try:

@@ -13,7 +13,7 @@ import hashlib
 import unicodedata
 from collections.abc import Mapping
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["MANIFEST", "NAME_MAX", "check_unique", "file_name", "output_name"]
 

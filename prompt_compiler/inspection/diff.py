@@ -5,7 +5,7 @@ or two record files (e.g. two models of one run). Within a pair of files, record
 matched by ``(mode, index, label, turn)`` and compared by their ``prompt``: an item is
 *same*, *changed*, *only in A* or *only in B*. The text form shows each changed prompt with
 whitespace and special tokens made visible as ``--show`` does
-(:func:`prompt_compiler.viewer.visible`), as a unified diff.
+(:func:`prompt_compiler.inspection.viewer.visible`), as a unified diff.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
      "label" (ppl, ll), "turn" (chat; multiround gen), "continuation" (ll), "ice_ids",
      "dropped_ice_ids", "token_len_before", "token_len_after" (only when max_seq_len dropped
      examples or the prompt is over it), "over_limit": true (only then), "prompt",
-     "prompt_sha256", "gold", "spans" (with --spans: see :mod:`prompt_compiler.spans`)}
+     "prompt_sha256", "gold", "spans" (with --spans: see :mod:`prompt_compiler.inspection.spans`)}
 
 ``prompt`` is exactly what the model receives (a string, or a list of messages);
 ``prompt_sha256`` hashes its UTF-8 text (a string) or its canonical JSON (a list).
@@ -30,10 +30,10 @@ from typing import Any
 
 import orjson
 
-from .assemble.base import Record
-from .errors import DataError
-from .promptlist import PromptList
-from .values import is_finite_json
+from ..assemble.base import Record
+from ..errors import DataError
+from ..promptlist import PromptList
+from ..values import is_finite_json
 
 __all__ = ["prompt_sha256", "record_bytes", "record_json", "sha256_file"]
 
@@ -150,7 +150,7 @@ def record_json(rec: Record) -> dict[str, Any]:
     out["prompt_sha256"] = digest
     out["gold"] = _plain(rec, rec.gold)
     if rec.spans is not None:
-        from .spans import UNKNOWN
+        from ..inspection.spans import UNKNOWN
 
         out["spans"] = None if rec.spans is UNKNOWN else rec.spans
     return out

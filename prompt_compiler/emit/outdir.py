@@ -44,10 +44,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from .emit import record_bytes
-from .errors import OutputError, PromptCompilerWarning
+from ..errors import OutputError, PromptCompilerWarning
 from .manifest import is_ours, manifest_bytes
-from .outnames import MANIFEST
+from .names import MANIFEST
+from .records import record_bytes
 
 __all__ = ["OutputDir", "write_jsonl"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ConfigError, TemplateError
-from .promptlist import Marker, PromptList, RoleItem
+from ..errors import ConfigError, TemplateError
+from ..promptlist import Marker, PromptList, RoleItem
 
 __all__ = ["FEWSHOT_STYLES", "check_fewshot", "inline_examples"]
 

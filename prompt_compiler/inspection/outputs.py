@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import DataError
+from ..errors import DataError
 
 __all__ = ["RecordFile", "item_key", "read_records", "record_files"]
 

@@ -21,8 +21,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ConfigError, PromptCompilerWarning, RenderError
-from .promptlist import PromptList, RoleItem
+from ..errors import ConfigError, PromptCompilerWarning, RenderError
+from ..promptlist import PromptList, RoleItem
 
 __all__ = ["MERGE_SEPARATOR", "SYSTEM_ROLES", "apply_system_role", "chat_template_system",
            "has_system", "native_meta", "system_handling"]
@@ -137,7 +137,7 @@ def native_meta(meta: Mapping[str, Any] | None, parser: str, *, model: str,
 def chat_template_system(template: Any) -> str:
     """How a chat template treats a system message: ``native`` (its own turn),
     ``merged`` (into the user turn), ``dropped`` or ``error`` (the template raises)."""
-    from .errors import PromptCompilerError
+    from ..errors import PromptCompilerError
     from .special_tokens import model_special_tokens
 
     messages = [{"role": "system", "content": _PROBE_SYSTEM},
@@ -155,7 +155,7 @@ def chat_template_system(template: Any) -> str:
 
 
 def system_handling(model: Any) -> str:
-    """What a system message becomes for ``model`` (a :class:`~prompt_compiler.model.Model`):
+    """What a system message becomes for ``model`` (a :class:`~prompt_compiler.model.spec.Model`):
     ``native``, ``merged``, ``dropped`` or ``error``."""
     policy = getattr(model, "system_role", None)
     if policy is not None:

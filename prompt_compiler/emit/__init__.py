@@ -1,0 +1,1 @@
+"""The emit stage: record bytes, the output folder as one unit, file names and the manifest."""

@@ -1,0 +1,1 @@
+"""Looking at compiled prompts: diff, HTML report, viewer, lint, spans, chat-template checks."""

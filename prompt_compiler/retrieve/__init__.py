@@ -1,0 +1,1 @@
+"""Retrievers: which training rows become each test row's in-context examples."""

@@ -1,0 +1,1 @@
+"""Dataset templates: PromptTemplate, RawPromptTemplate, Jinja2 prompts and placeholder filling."""
