@@ -30,34 +30,25 @@ Two policies for a variable the template uses but nobody set:
     >>> JinjaPrompt("<SYS>{{ task }}</SYS>", compat="adalflow")()
     '<SYS>None</SYS>'
 
-The engine is Jinja2's immutable sandbox (:mod:`prompt_compiler.sandbox`: templates come from
-configs, which are data) with ``StrictUndefined``, ``trim_blocks``, ``lstrip_blocks`` and
-``keep_trailing_newline``, without autoescaping. A template is parsed and compiled once; values
-are inserted verbatim and never rendered again, so ``{{`` inside data stays ``{{``.
-:func:`compile_jinja` gives the same engine to callers that fill templates from a mapping, such as
-dataset rows.
+Rendering happens in :mod:`prompt_compiler.template.jinja_engine` (the sandboxed, compiled-once
+engine that dataset ``engine: jinja2`` templates use too).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Final
 
 import jinja2
-from jinja2 import meta
-from jinja2.exceptions import UndefinedError
 
-from ..errors import (
-    ConfigError,
-    MissingFieldError,
-    PromptCompilerError,
-    TemplateError,
-    TemplateSyntaxError,
+from ..errors import ConfigError, PromptCompilerError, TemplateError
+from .jinja_engine import (
+    RENDER_PREFIX,
+    CompiledJinja,
+    compile_jinja,
+    compile_template,
+    render_strict,
 )
-from ..sandbox import PromptSandbox, SecurityError
 
 __all__ = [
     "COMPAT_MODES",
@@ -66,289 +57,41 @@ __all__ = [
     "JinjaPrompt",
     "Prompt",
     "compile_jinja",
-    "jinja_environment",
 ]
 
 COMPAT_MODES: Final = ("adalflow",)
 """Values accepted by the ``compat`` argument besides ``None``."""
 
-# The default system/user layout. Each optional section is a ``<TAG>`` block that only appears
-# when its variable is truthy; the agent steps sit inside the user prompt. Blank-line control
-# comes from trim_blocks/lstrip_blocks, so every tag line is emitted exactly once.
+# The default layout (AdalFlow's, reproduced from its rendered output): a system part with the
+# task (or a stock sentence) and six optional tagged sections, then a user part with the input
+# and optional agent steps. Tags print only for truthy values; trim_blocks/lstrip_blocks remove
+# the lines that hold only block tags.
 DEFAULT_TEMPLATE: Final[str] = r"""<START_OF_SYSTEM_PROMPT>
-{# task desc #}
 {% if task_desc_str %}
-{{task_desc_str}}
+{{ task_desc_str }}
 {% else %}
 You are a helpful assistant.
 {% endif %}
-{#input format#}
-{% if input_format_str %}
-<INPUT_FORMAT>
-{{input_format_str}}
-</INPUT_FORMAT>
-{% endif %}
-{# output format #}
-{% if output_format_str %}
-<OUTPUT_FORMAT>
-{{output_format_str}}
-</OUTPUT_FORMAT>
-{% endif %}
-{# tools #}
-{% if tools_str %}
-<TOOLS>
-{{tools_str}}
-</TOOLS>
-{% endif %}
-{# example #}
-{% if examples_str %}
-<EXAMPLES>
-{{examples_str}}
-</EXAMPLES>
-{% endif %}
-{# chat history #}
-{% if chat_history_str %}
-<CHAT_HISTORY>
-{{chat_history_str}}
-</CHAT_HISTORY>
-{% endif %}
-{#contex#}
-{% if context_str %}
-<CONTEXT>
-{{context_str}}
-</CONTEXT>
-{% endif %}
+{% for tag, text in [("INPUT_FORMAT", input_format_str), ("OUTPUT_FORMAT", output_format_str),
+                     ("TOOLS", tools_str), ("EXAMPLES", examples_str),
+                     ("CHAT_HISTORY", chat_history_str), ("CONTEXT", context_str)] if text %}
+<{{ tag }}>
+{{ text }}
+</{{ tag }}>
+{% endfor %}
 <END_OF_SYSTEM_PROMPT>
 <START_OF_USER_PROMPT>
 {% if input_str %}
-{{input_str}}
+{{ input_str }}
 {% endif %}
-{# steps #}
 {% if steps_str %}
 <START_OF_ASSISTANT_STEPS>
-{{steps_str}}
+{{ steps_str }}
 <END_OF_ASSISTANT_STEPS>
 {% endif %}
 <END_OF_USER_PROMPT>
 """
 """The default template; its variables are the nine ``*_str`` names, all optional."""
-
-_RENDER_PREFIX: Final = "Error rendering Jinja2 template: "
-_INVALID_PREFIX: Final = "Invalid Jinja2 template: "
-_TEMPLATE_FILENAME: Final = "<template>"  # the code filename Jinja gives from_string templates
-
-
-# --------------------------------------------------------------------------- engine
-
-
-class _UnsetVariableUsed(UndefinedError):
-    """An unset variable was printed, iterated or otherwise used as a value."""
-
-    def __init__(self, name: str | None = None) -> None:
-        super().__init__(name)
-        self.name = name or "?"
-
-
-class _Unset(jinja2.StrictUndefined):
-    """A template variable nobody set (strict mode).
-
-    It behaves like ``None`` in tests (falsy, ``is none``, ``== None``) so guarded blocks are
-    skipped, and like ``StrictUndefined`` everywhere a value is needed.
-    """
-
-    __slots__ = ()
-
-    def __init__(self, name: str) -> None:
-        # The hint becomes the exception argument, so the error can name the variable.
-        super().__init__(hint=name, name=name, exc=_UnsetVariableUsed)
-
-    # StrictUndefined routes these to its failure method; an unset variable answers them.
-    def __bool__(self) -> bool:  # type: ignore[override]
-        return False
-
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
-        return other is None or isinstance(other, _Unset)
-
-    def __ne__(self, other: object) -> bool:  # type: ignore[override]
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return hash(None)
-
-
-def _is_none(value: object) -> bool:
-    return value is None or isinstance(value, _Unset)
-
-
-@functools.lru_cache(maxsize=1)
-def jinja_environment() -> jinja2.Environment:
-    """The shared Jinja2 environment of all prompts (created on first use).
-
-    Templates come from configs and datasets, which are data, so the environment is the
-    project's sandbox (:class:`~prompt_compiler.sandbox.PromptSandbox`): an escape such as
-    ``cycler.__init__.__globals__`` raises ``SecurityError`` (reported as a
-    :class:`~prompt_compiler.errors.TemplateError`).
-
-    Returns:
-        ``PromptSandbox(undefined=StrictUndefined, trim_blocks=True,
-        keep_trailing_newline=True, lstrip_blocks=True)`` without autoescaping, whose ``none``
-        test also accepts unset variables.
-    """
-    env = PromptSandbox(
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        keep_trailing_newline=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.tests["none"] = _is_none
-    return env
-
-
-@functools.lru_cache(maxsize=512)
-def _compile_source(source: str) -> tuple[jinja2.Template, tuple[str, ...]]:
-    """Parse once, then compile the same tree and list its free variables (cached per text)."""
-    env = jinja_environment()
-    tree = env.parse(source)
-    return env.from_string(tree), tuple(sorted(meta.find_undeclared_variables(tree)))
-
-
-def _compile(source: object, *, compat: bool) -> tuple[jinja2.Template, tuple[str, ...]]:
-    """Compile ``source`` or raise TemplateSyntaxError (``reference`` = AdalFlow's ValueError)."""
-    try:
-        if isinstance(source, str):
-            return _compile_source(source)
-        # Let Jinja produce the failure AdalFlow reports for a non-str template.
-        jinja_environment().from_string(source)  # type: ignore[arg-type]
-        raise TypeError("Can't compile non template nodes")
-    except Exception as exc:  # AdalFlow turns every construction failure into one ValueError
-        reference = _INVALID_PREFIX + str(exc)
-        if compat:
-            message = reference
-        elif not isinstance(source, str):
-            message = f"Invalid Jinja2 template: expected a str, got {type(source).__name__}"
-        elif isinstance(exc, jinja2.TemplateSyntaxError):
-            message = f"Invalid Jinja2 template (line {exc.lineno}): {exc.message}"
-        else:
-            message = f"Invalid Jinja2 template: {exc}"
-        raise TemplateSyntaxError(
-            message,
-            hint=None if compat else "check the {% %} / {{ }} pairs and the filter names",
-            reference=("ValueError", reference),
-        ) from exc
-
-
-def _template_line(tb: TracebackType | None) -> int | None:
-    """The template line on which a render error happened (innermost template frame)."""
-    line = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == _TEMPLATE_FILENAME:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
-def _render_strict(
-    template: jinja2.Template,
-    variables: tuple[str, ...],
-    given: Mapping[str, Any],
-) -> str:
-    """Render with unset variables as :class:`_Unset`; errors become our exception classes."""
-    context: dict[str, Any] = {name: _Unset(name) for name in variables if name not in given}
-    context.update(given)
-    try:
-        return template.render(context)
-    except _UnsetVariableUsed as exc:
-        line = _template_line(exc.__traceback__)
-        at = f" (line {line})" if line is not None else ""
-        unset = ", ".join(n for n in variables if n not in given)
-        raise MissingFieldError(
-            f"Jinja2 template variable {exc.name!r} is used{at} but not set; "
-            f"template variables not set: {unset}; given: {', '.join(sorted(given)) or 'none'}",
-            hint=f"pass {exc.name}=... or preset it; guard optional parts with "
-            f"{{% if {exc.name} %}}...{{% endif %}}",
-        ) from exc
-    except PromptCompilerError:
-        raise
-    except Exception as exc:
-        line = _template_line(exc.__traceback__)
-        at = f" at line {line}" if line is not None else ""
-        blocked = isinstance(exc, SecurityError)
-        raise TemplateError(
-            f"Error rendering Jinja2 template{at}: {exc}"
-            + (" (blocked by the sandbox)" if blocked else ""),
-            hint="a template reads values; it cannot reach Python internals or run code"
-            if blocked else None,
-            reference=("ValueError", _RENDER_PREFIX + str(exc)),
-        ) from exc
-
-
-# --------------------------------------------------------------------------- compile_jinja
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledJinja:
-    """A parsed and compiled Jinja2 template, ready to fill from mappings.
-
-    Build it with :func:`compile_jinja`.
-
-    >>> t = compile_jinja("Q: {{ question }}{% if hint %} ({{ hint }}){% endif %}")
-    >>> t.variables
-    ('hint', 'question')
-    >>> t.render({"question": "2+2={{x}}?"})
-    'Q: 2+2={{x}}?'
-    """
-
-    source: str
-    """The template text."""
-    variables: tuple[str, ...]
-    """Names the template reads from its context, sorted."""
-    strict: bool
-    """True: an unset variable used as a value raises; False: unset variables are ``None``."""
-    template: jinja2.Template = field(repr=False, compare=False)
-    """The compiled Jinja2 template."""
-
-    def render(self, mapping: Mapping[str, Any] | None = None, /, **kwargs: Any) -> str:
-        """Render with ``mapping`` and keyword arguments (the latter win).
-
-        Raises:
-            MissingFieldError: strict, and an unset variable is used as a value.
-            TemplateError: any other render failure (message names the template line).
-        """
-        given = {**(mapping or {}), **kwargs}
-        if not self.strict:
-            given = {**dict.fromkeys(self.variables), **given}
-        return _render_strict(self.template, self.variables, given)
-
-    def missing(self, mapping: Mapping[str, Any]) -> tuple[str, ...]:
-        """The template variables that ``mapping`` does not set (sorted)."""
-        return tuple(name for name in self.variables if name not in mapping)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The compiled Jinja2 template does not pickle; recompile from the text instead.
-        return (_recompile, (self.source, self.strict))
-
-
-def _recompile(source: str, strict: bool) -> CompiledJinja:
-    return compile_jinja(source, strict=strict)
-
-
-def compile_jinja(text: str, *, strict: bool = True) -> CompiledJinja:
-    """Compile a Jinja2 template text with the prompt environment.
-
-    Args:
-        text: The template.
-        strict: Unset variables raise when used as values (default); False fills them with None.
-
-    Raises:
-        TemplateSyntaxError: the text does not parse or compile.
-    """
-    template, variables = _compile(text, compat=False)
-    return CompiledJinja(text, variables, strict, template)
-
-
-# --------------------------------------------------------------------------- JinjaPrompt
-
 
 def _check_compat(compat: str | None) -> bool:
     if compat is None:
@@ -422,7 +165,7 @@ class JinjaPrompt:
     ) -> None:
         self._compat = _check_compat(compat)
         self._text: str = template or DEFAULT_TEMPLATE
-        self._template, self._variables = _compile(self._text, compat=self._compat)
+        self._template, self._variables = compile_template(self._text, compat=self._compat)
         self._prompt_kwargs: dict[str, Any] = dict(prompt_kwargs or {})
 
     # ------------------------------------------------------------------ inspection
@@ -479,16 +222,16 @@ class JinjaPrompt:
                     given[key] = _render_nested(value, plain)
                 except PromptCompilerError as exc:
                     if exc.reference is not None:  # AdalFlow wraps the inner error once more
-                        exc.reference = (exc.reference[0], _RENDER_PREFIX + exc.reference[1])
+                        exc.reference = (exc.reference[0], RENDER_PREFIX + exc.reference[1])
                     exc.located(key_path=key)
                     raise
                 except Exception as exc:
                     raise TemplateError(
                         f"Error rendering the nested template {key!r}: {exc}",
                         key_path=key,
-                        reference=("ValueError", _RENDER_PREFIX + str(exc)),
+                        reference=("ValueError", RENDER_PREFIX + str(exc)),
                     ) from exc
-        return _render_strict(self._template, self._variables, given)
+        return render_strict(self._template, self._variables, given)
 
     def _call_adalflow(self, kwargs: dict[str, Any]) -> str:
         # Every variable starts as None, then presets, then call kwargs; nested prompts get all
@@ -501,7 +244,7 @@ class JinjaPrompt:
             rendered = {key: _render_nested(value, plain) for key, value in values.items()}
             return self._template.render(rendered)
         except Exception as exc:
-            message = _RENDER_PREFIX + str(exc)
+            message = RENDER_PREFIX + str(exc)
             raise TemplateError(message, reference=("ValueError", message)) from exc
 
     # ------------------------------------------------------------------ serialisation

@@ -146,7 +146,7 @@ class PromptTemplate:
             return Pattern.parse(text)
         found = self._jinja.get(text)
         if found is None:
-            from .jinja_prompt import compile_jinja
+            from .jinja_engine import compile_jinja
 
             try:
                 found = _JinjaFiller(compile_jinja(text, strict=True))
@@ -388,7 +388,7 @@ class _JinjaFiller:
     """A Jinja2 template text, filled from the row's typed values."""
 
     compiled: Any
-    """A :class:`~prompt_compiler.template.jinja_prompt.CompiledJinja`."""
+    """A :class:`~prompt_compiler.template.jinja_engine.CompiledJinja`."""
 
     def fill(self, values: RowValues) -> str:
         return str(self.compiled.render(dict(values.raw or values.values)))
