@@ -37,7 +37,6 @@ from .emit.names import MANIFEST, check_unique, output_name
 from .emit.outdir import OutputDir, _os, write_jsonl
 from .emit.records import record_bytes, record_json
 from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
-from .workers import init_worker, stop_workers
 
 __all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
 
@@ -494,6 +493,8 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
     """Compile pairs in ``jobs`` processes; a large pair's row ranges go to several of them
     and their parts are joined in order, so every file is byte-identical to ``--jobs 1``."""
     from concurrent.futures import ProcessPoolExecutor
+
+    from .workers import init_worker, stop_workers
 
     staging = writer.staging
     with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,

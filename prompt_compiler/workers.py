@@ -17,8 +17,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: --jobs 1 runs never import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 __all__ = ["init_worker", "stop_workers"]
 

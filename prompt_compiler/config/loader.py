@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped,unused-ignore]
-
 from ..errors import ConfigError
 from ..values import describe_load_error
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
@@ -174,6 +172,8 @@ def _read_text(file: Path, display: str) -> str:
 
 
 def _read_yaml(file: Path, display: str) -> Any:
+    import yaml  # type: ignore[import-untyped,unused-ignore]  # only YAML configs need it
+
     text = _read_text(file, display)
     try:
         return yaml.safe_load(text)

@@ -8,7 +8,6 @@ and the key path of the offending value.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -466,5 +465,7 @@ def _type_name(value: Any) -> str:
 
 
 def _did_you_mean(name: str, choices: Any) -> str:
+    import difflib
+
     close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

@@ -21,7 +21,6 @@ model class name selects a renderer (``lm``, ``api`` or ``hf_chat``).
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import sys
 import threading
@@ -29,7 +28,10 @@ import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+
+if TYPE_CHECKING:
+    import importlib.abc
 
 __all__ = [
     "API_MODELS",
@@ -164,7 +166,7 @@ class _ShimModule(types.ModuleType):
         return child
 
 
-class _ShimFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _ShimFinder:
     """Finds and creates ``opencompass`` and all its submodules as :class:`_ShimModule`."""
 
     def __init__(self, package_root: Path | None) -> None:
@@ -178,7 +180,8 @@ class _ShimFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != SHIM_PACKAGE and not fullname.startswith(SHIM_PACKAGE + "."):
             return None
-        spec = importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        loader = cast("importlib.abc.Loader", self)  # a loader by duck typing (no importlib.abc)
+        spec = importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
         if fullname == SHIM_PACKAGE and self.package_root is not None:
             # mmengine resolves ``with read_base(): from opencompass.configs.x import y``
             # against dirname(origin); the file itself is never read.

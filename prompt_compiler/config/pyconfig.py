@@ -1,21 +1,23 @@
-"""Python configs: read with mmengine's ``Config`` while the ``opencompass`` shim is active.
+"""Python configs: run by our loader (:mod:`.python_loader`), else by mmengine's ``Config``.
 
 mmengine picks its mode from the file. OpenCompass configs (``with read_base():`` plus
 ``from opencompass... import`` lines) load in its *lazy-import* mode: base configs named in
 ``read_base()`` are parsed recursively (relative imports resolve against the file's folder,
 ``opencompass.configs.*`` against the folder given as the package root) and every other
-import becomes a ``LazyObject`` that is never built here. Configs using ``_base_ = [...]``
+import becomes a lazy object that is never built here. Configs using ``_base_ = [...]``
 load in the classic mode, where ``from opencompass... import X`` really runs and the shim
-answers with placeholder classes. Either way the result is turned into plain data in which
-every referenced class or function is a :class:`~prompt_compiler.config.records.TypeRef`.
+answers with placeholder classes. :mod:`.python_loader` reproduces the lazy-import mode and
+the classic mode without ``_base_`` without importing mmengine (a quarter of a second of
+start-up); whatever it declines, mmengine loads as before. Either way the result is turned
+into plain data in which every referenced class or function is a
+:class:`~prompt_compiler.config.records.TypeRef`.
 """
 
 from __future__ import annotations
 
 import ast
 import gc
-import sysconfig
-import traceback
+import sys
 import types
 import warnings
 from dataclasses import dataclass
@@ -23,10 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError
+from . import python_loader
 from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
+from .python_loader import LazyAttr, LazyObject, NeedsMmengine
 from .records import TypeRef
 
-__all__ = ["Unsupported", "find_package_root", "load_python_config", "to_plain"]
+__all__ = [
+    "Unsupported", "find_package_root", "load_python_config", "load_variables", "to_plain",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ def find_package_root(config_file: Path) -> Path | None:
 def load_python_config(
     path: Path, display: str, package_root: Path | None = None
 ) -> dict[str, Any]:
-    """Execute a Python config with mmengine and return its top-level variables as plain data.
+    """Execute a Python config and return its top-level variables as plain data.
 
     Args:
         path: The config file.
@@ -67,27 +73,52 @@ def load_python_config(
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
     try:
-        ast.parse(source, filename=display)
+        tree = ast.parse(source, filename=display)
     except SyntaxError as exc:
         raise ConfigError(
             f"invalid Python syntax at line {exc.lineno}: {exc.msg}", config_path=display
         ) from exc
-
-    from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
-
     root = package_root if package_root is not None else find_package_root(path)
     with opencompass_shim(root):
-        cfg = _fromfile(Config, path, display, root)
-        raw = object.__getattribute__(cfg, "_cfg_dict")
-        imported = set(getattr(cfg, "_imported_names", set()))
-        top: dict[str, Any] = {}
-        for key, value in dict.items(raw):
-            if key in imported or key.startswith("_"):
-                continue
-            plain = to_plain(value)
-            if isinstance(plain, (TypeRef, Unsupported)):
-                continue  # imported classes/functions/modules at top level are not settings
-            top[str(key)] = plain
+        variables, imported = load_variables(path, display, root, tree)
+        return _settings(variables, imported)
+
+
+def load_variables(
+    path: Path, display: str, root: Path | None, tree: ast.Module | None = None,
+    *, loader: str = "auto",
+) -> tuple[dict[Any, Any], frozenset[str]]:
+    """A config's variables and imported names, run by our loader or else by mmengine.
+
+    Call with the ``opencompass`` shim active. ``loader`` is ``"auto"`` (ours, mmengine
+    where ours declines), ``"own"`` (ours only: :class:`NeedsMmengine` where it declines)
+    or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two).
+    """
+    if loader != "mmengine":
+        try:
+            loaded = python_loader.load(str(path.resolve()), tree)
+            return loaded.variables, loaded.imported
+        except NeedsMmengine:
+            if loader == "own":
+                raise
+    from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
+
+    cfg = _fromfile(Config, path, display, root)
+    raw = object.__getattribute__(cfg, "_cfg_dict")
+    return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
+
+
+def _settings(variables: dict[Any, Any], imported: frozenset[str]) -> dict[str, Any]:
+    """The top-level settings: imported names, ``_private`` names, classes, functions and
+    modules left out; the rest as plain data."""
+    top: dict[str, Any] = {}
+    for key, value in variables.items():
+        if key in imported or key.startswith("_"):
+            continue
+        plain = to_plain(value)
+        if isinstance(plain, (TypeRef, Unsupported)):
+            continue  # imported classes/functions/modules at top level are not settings
+        top[str(key)] = plain
     return top
 
 
@@ -114,20 +145,18 @@ def to_plain(value: Any) -> Any:
     Dicts keep their keys (int label keys included) and order; tuples become lists. Nothing
     is imported or built: mmengine lazy objects are read by name.
     """
-    from mmengine.config.lazy import (  # type: ignore[import-untyped,unused-ignore]
-        LazyAttr,
-        LazyObject,
-    )
-
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, dict):
         return {key: to_plain(item) for key, item in dict.items(value)}
     if isinstance(value, (list, tuple)):
         return [to_plain(item) for item in value]
-    if isinstance(value, LazyAttr):
+    if isinstance(value, (LazyObject, LazyAttr)):
+        return TypeRef(value.qualified_name())
+    lazy = sys.modules.get("mmengine.config.lazy")  # mmengine's, when it loaded the config
+    if lazy is not None and isinstance(value, lazy.LazyAttr):
         return TypeRef(f"{value.module}.{value.name}")
-    if isinstance(value, LazyObject):
+    if lazy is not None and isinstance(value, lazy.LazyObject):
         state = vars(value)
         module, imported = state["_module"], state["_imported"]
         if not isinstance(module, str):
@@ -162,6 +191,9 @@ def _wrap(exc: Exception, path: Path, display: str, root: Path | None) -> Config
 
 def _config_frame(exc: BaseException, path: Path) -> str:
     """``line N`` (or ``other.py, line N``) of the innermost config-file frame."""
+    import sysconfig
+    import traceback
+
     library_dirs = [Path(__file__).resolve().parents[1]]
     library_dirs += [Path(p).resolve() for k, p in sysconfig.get_paths().items() if "lib" in k]
     try:

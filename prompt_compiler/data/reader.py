@@ -11,7 +11,6 @@ OpenCompass's ``BaseDataset`` would leave it: the columns are the first row's ke
 from __future__ import annotations
 
 import itertools
-import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -192,6 +191,8 @@ def _apply_range(rows: Sequence[Row], rng: Any, where: str) -> Sequence[Row]:
         size = int(size * len(rows))
     if size <= 0 or size >= len(rows):
         return rows
+    import random
+
     index = list(range(len(rows)))
     random.Random(size).shuffle(index)
     return _pick(rows, index[: int(size)])

@@ -19,7 +19,6 @@ Row key order is kept. Every error names the file, and the line or row when it i
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import weakref
@@ -484,6 +483,8 @@ def read_csv(file: Path) -> list[Row]:
         DataError: No header, a duplicated column, or a row with a different number of
             fields than the header (file, line and row named).
     """
+    import csv
+
     reader = csv.reader(_text(file).splitlines(keepends=True))
     try:
         header = next(reader)

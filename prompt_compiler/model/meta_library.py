@@ -33,11 +33,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, cast, get_args
-
-import yaml
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from ..errors import ConfigError, MetaTemplateError, RegistryError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "ENV_VAR",
@@ -387,6 +388,8 @@ def load_template_file(path: str | os.PathLike[str]) -> ModelTemplate:
             raise ConfigError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
                               f"{exc.msg}", config_path=where) from exc
     else:
+        import yaml  # imported only when a YAML template is read
+
         try:
             data = yaml.safe_load(text)
         except yaml.constructor.ConstructorError as exc:

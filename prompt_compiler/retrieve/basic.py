@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from ..data.reader import ReaderConfig
 from ..errors import ConfigError, RetrievalError, UnsupportedError
 from ..policy import Policy
@@ -134,6 +132,8 @@ class RandomRetriever:
         if self.stateless:
             return [stateless_sample(self.seed, row_id(row, pos), len(train), self.ice_num)
                     for pos, row in enumerate(test)]
+        import numpy as np  # only this retriever needs NumPy's RandomState
+
         rng = np.random.RandomState(self.seed)
         return [[int(i) for i in rng.choice(len(train), self.ice_num, replace=False)]
                 for _ in test]
@@ -318,10 +318,15 @@ def _labels(row: Row, split: str, i: int) -> list[Any]:
 
 
 def _embedding(name: str) -> Callable[[Mapping[str, Any], str], Retriever]:
-    from . import embed as embed_retrieve
+    """A builder that imports retrieve.embed (and NumPy) only when a config uses ``name``."""
 
-    build: Callable[[Mapping[str, Any], str], Retriever] = embed_retrieve.builder(
-        getattr(embed_retrieve, name))  # type: ignore[assignment]
+    def build(params: Mapping[str, Any], where: str) -> Retriever:
+        from . import embed as embed_retrieve
+
+        real: Callable[[Mapping[str, Any], str], Retriever] = embed_retrieve.builder(
+            getattr(embed_retrieve, name))  # type: ignore[assignment]
+        return real(params, where)
+
     return build
 
 
