@@ -136,7 +136,7 @@ class _DatasetLint:
                              "compiles to no prompt", key_path="reader_cfg.test_split")
                     return self.findings
                 self._placeholders(job)
-            records = list(self.compiler._records(job, kind, params, None)[2])
+            records = list(self.compiler.job_records(job, kind, params))
             used = sorted({i for r in records for i in r.retrieved_ids})
             if first:
                 self._template_syntax(job, used)
