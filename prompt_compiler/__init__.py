@@ -32,7 +32,8 @@ from .policy import DEFECTS, Policy
 from .promptlist import Marker, PromptList, RoleItem
 from .render import MetaTemplate
 from .suite import Suite, compile, compile_to_dir, load
-from .template.prompt_template import PromptTemplate, RawPromptTemplate
+from .template.prompt_template import PromptTemplate
+from .template.raw_template import RawPromptTemplate
 
 __all__ = [
     *_errors_all,

@@ -28,7 +28,8 @@ from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, 
 from .model.spec import Model, TokenCounter, whitespace_tokens
 from .policy import Policy
 from .retrieve.basic import Retriever, default_retrievers
-from .template.prompt_template import PromptTemplate, RawPromptTemplate
+from .template.prompt_template import PromptTemplate
+from .template.raw_template import RawPromptTemplate
 from .values import find_problem, join_path
 
 __all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning"]

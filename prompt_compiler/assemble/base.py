@@ -18,7 +18,8 @@ from ..model.spec import Model
 from ..policy import Policy
 from ..promptlist import PromptList
 from ..retrieve.basic import Retriever
-from ..template.prompt_template import Ice, PromptTemplate, RawPromptTemplate
+from ..template.prompt_template import Ice, PromptTemplate
+from ..template.raw_template import RawPromptTemplate
 
 __all__ = ["Job", "Record", "Template"]
 

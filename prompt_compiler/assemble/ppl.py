@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import RenderError
-from ..template.prompt_template import RawPromptTemplate
+from ..template.raw_template import RawPromptTemplate
 from .base import Job, Record
 
 __all__ = ["ppl_records", "ppl_reference_failure", "ppl_row_records"]

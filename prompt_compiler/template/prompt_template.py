@@ -1,6 +1,7 @@
-"""Dataset prompt templates: rows -> PromptList (or a message list for raw templates).
+"""PromptTemplate: OpenCompass-style dataset templates, rows -> str or PromptList.
 
-:class:`PromptTemplate` accepts OpenCompass's three template shapes:
+It accepts OpenCompass's three template shapes (message-list templates are
+:mod:`~prompt_compiler.template.raw_template`):
 
 * a ``str``;
 * a *meta* dict whose keys are all among ``begin``/``round``/``end`` (role items,
@@ -16,21 +17,25 @@ examples untouched (defects D1, D2).
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Union
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from ..errors import LabelError, MissingTokenError, RenderError, TemplateError
+from ..errors import LabelError, MissingTokenError, TemplateError
 from ..policy import Policy
 from ..promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
 from .fill import Pattern, RowValues
+from .oc_ops import (
+    Ice,
+    Rendered,
+    non_str_prompt,
+    oc_format,
+    oc_replace,
+    role_with_list_ice,
+    str_template_with_list_ice,
+)
 
-__all__ = ["Ice", "PromptTemplate", "RawPromptTemplate", "Rendered", "mask_row"]
-
-# What a template produces for one row, and what an in-context block is.
-Rendered = Union[str, PromptList]
-Ice = Union[str, PromptList, list[Any]]
+__all__ = ["Ice", "PromptTemplate", "Rendered", "mask_row"]
 
 _META_KEYS = ("begin", "round", "end")
 
@@ -134,8 +139,8 @@ class PromptTemplate:
             self._filler(value, path)
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                self._check_jinja(v, f"{path}[{k!r}]" if not isinstance(k, str) or k not in _META_KEYS
-                                  else f"{path}.{k}")
+                named = isinstance(k, str) and k in _META_KEYS
+                self._check_jinja(v, f"{path}.{k}" if named else f"{path}[{k!r}]")
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 self._check_jinja(v.get("prompt") if isinstance(v, Mapping) else v, f"{path}[{i}]")
@@ -151,7 +156,7 @@ class PromptTemplate:
             try:
                 found = _JinjaFiller(compile_jinja(text, strict=True))
             except TemplateError as err:
-                raise err.located(key_path=path or self.where)
+                raise err.located(key_path=path or self.where) from None
             self._jinja[text] = found
         return found
 
@@ -200,9 +205,11 @@ class PromptTemplate:
                 key_path=self.where, reference=("KeyError", repr(label)),
             ) from None
 
-    def encode(self, label: Any = None, *, ice: bool, policy: Policy, first: bool = False) -> Rendered:
+    def encode(self, label: Any = None, *, ice: bool, policy: Policy,
+               first: bool = False) -> Rendered:
         """The template for ``label`` with its sections encoded (cached)."""
-        key = (label if self.kind == "labels" and not first else None, ice, first, policy.fixes("D3"))
+        per_label = label if self.kind == "labels" and not first else None
+        key = (per_label, ice, first, policy.fixes("D3"))
         try:
             return self._encoded[key]
         except (KeyError, TypeError):
@@ -296,7 +303,8 @@ class PromptTemplate:
         return self._fill_plan(("gen", first), tp, values, ice, strip, policy)
 
     def label_item(
-        self, row: Mapping[str, Any], ice: Ice, label: Any, policy: Policy, *, remain_sep: bool = False
+        self, row: Mapping[str, Any], ice: Ice, label: Any, policy: Policy, *,
+        remain_sep: bool = False,
     ) -> Rendered:
         """The PPL prompt for one label (the row is not masked)."""
         tp = self.encode(label, ice=False, policy=policy)
@@ -341,7 +349,7 @@ class PromptTemplate:
                 elif isinstance(item, RoleItem) and isinstance(item.prompt, str):
                     entries.append((item, piece(item.prompt)))
                 elif isinstance(item, RoleItem) and item.has("prompt"):
-                    raise _non_str_prompt(item.prompt, None)
+                    raise non_str_prompt(item.prompt, None)
                 else:
                     entries.append(item)
             plan = tuple(entries)
@@ -359,14 +367,15 @@ class PromptTemplate:
         splice = isinstance(ice, PromptList) and self.ice_token is not None
         if isinstance(tp, str):
             if isinstance(ice, PromptList) and len(plan[0].parts) > 1:
-                raise _str_template_with_list_ice(self.where)
+                raise str_template_with_list_ice(self.where)
             return _join(plan[0], values, ice)
         out: list[Item] = []
         for entry in plan:
             if isinstance(entry, _Piece):
                 if splice:
                     assert isinstance(ice, PromptList)
-                    for i, (pat, nonempty) in enumerate(zip(entry.parts, entry.raw_nonempty)):
+                    pairs = zip(entry.parts, entry.raw_nonempty, strict=True)
+                    for i, (pat, nonempty) in enumerate(pairs):
                         if nonempty:
                             out.append(pat.fill(values))
                         if i < len(entry.parts) - 1:
@@ -376,7 +385,7 @@ class PromptTemplate:
             elif isinstance(entry, tuple):
                 item, pc = entry
                 if splice and len(pc.parts) > 1:
-                    raise _role_with_list_ice(self.ice_token, self.where)
+                    raise role_with_list_ice(self.ice_token, self.where)
                 out.append(item.with_prompt(_join(pc, values, ice)))
             else:
                 out.append(entry)
@@ -399,175 +408,3 @@ def _join(piece: _Piece, values: RowValues, ice: Ice | None) -> str:
     if len(filled) == 1:
         return filled[0]
     return (ice if isinstance(ice, str) else "").join(filled)
-
-
-def _non_str_prompt(prompt: Any, where: str | None) -> RenderError:
-    return RenderError(f"a role prompt must be a str, got {prompt!r}", key_path=where,
-                       reference=("AttributeError", f"'{type(prompt).__name__}' object has no "
-                                  "attribute 'replace'"))
-
-
-def _role_with_list_ice(token: str | None, where: str) -> RenderError:
-    return RenderError(
-        f"the ice_token {token!r} sits inside a role's prompt, but the in-context examples "
-        "are a PromptList (a meta ice template) and cannot be put inside one prompt",
-        key_path=where, hint="put the ice_token in its own string item, e.g. begin='</E>'",
-        reference=("TypeError", f"Found keyword {token} in a dictionary's prompt key. "
-                   "Cannot replace with a PromptList."),
-    )
-
-
-def _str_template_with_list_ice(where: str) -> RenderError:
-    return RenderError(
-        "a str prompt template cannot take in-context examples built by a meta "
-        "(begin/round/end) ice template",
-        key_path=where, hint="make both templates str, or both meta dicts",
-        reference=("TypeError", "replace() argument 2 must be str, not PromptList"),
-    )
-
-
-# -- OpenCompass's PromptList operations (compat mode) ---------------------------
-
-
-def oc_replace(tp: Rendered, src: str, dst: Ice, *, where: str = "template") -> Rendered:
-    """``str.replace`` / ``PromptList.replace`` exactly as OpenCompass does them."""
-    if isinstance(tp, str):
-        if isinstance(dst, str):
-            return tp.replace(src, dst)
-        raise _str_template_with_list_ice(where)
-    out: list[Item] = []
-    for item in tp:
-        if isinstance(item, str):
-            if isinstance(dst, str):
-                out.append(item.replace(src, dst))
-            elif isinstance(dst, PromptList):
-                pieces = item.split(src)
-                for i, piece in enumerate(pieces):
-                    if piece:
-                        out.append(piece)
-                    if i < len(pieces) - 1:
-                        out.extend(dst.items)
-            # any other dst (a plain list) silently drops the str item
-        elif isinstance(item, RoleItem) and isinstance(item.prompt, str) and src in item.prompt:
-            if isinstance(dst, PromptList):
-                raise _role_with_list_ice(src, where)
-            if not isinstance(dst, str):
-                raise RenderError("cannot put a message list inside a role prompt", key_path=where,
-                                  reference=("TypeError", "replace() argument 2 must be str"))
-            out.append(item.with_prompt(item.prompt.replace(src, dst)))
-        else:
-            out.append(item)
-    return PromptList(tuple(out))
-
-
-def oc_format(tp: Rendered, values: RowValues) -> Rendered:
-    """OpenCompass's ``safe_format`` over a str or every str item / role prompt."""
-    if isinstance(tp, str):
-        return _fill_text(tp, values)
-    out: list[Item] = []
-    for item in tp:
-        if isinstance(item, str):
-            out.append(_fill_text(item, values))
-        elif isinstance(item, RoleItem) and item.has("prompt"):
-            prompt = item.prompt
-            if not isinstance(prompt, str):
-                raise _non_str_prompt(prompt, None)
-            out.append(item.with_prompt(_fill_text(prompt, values)))
-        else:
-            out.append(item)
-    return PromptList(tuple(out))
-
-
-def _fill_text(text: str, values: RowValues, *, sequential: bool = True) -> str:
-    """Placeholders filled from ``values``: OpenCompass's sequential filling, or one pass."""
-    if "{" not in text:
-        return text
-    return Pattern.parse(text).fill(values, sequential=sequential)
-
-
-# -- raw OpenAI-style messages ---------------------------------------------------
-
-_RAW_ROLES = ("system", "user", "assistant")
-
-
-@dataclass(frozen=True, slots=True)
-class RawPromptTemplate:
-    """A template that is already an OpenAI-style message list.
-
-    Elements are ``{"role", "content"}`` messages (content filled from the row),
-    ``{"expand_column": col}`` (splices the row's list of messages), or the
-    ``ice_token`` string (splices the in-context messages).
-    """
-
-    messages: tuple[Any, ...]
-    format_variables: bool = True
-    ice_token: str | None = "</E>"
-    where: str = "template"
-    sep_token: None = field(default=None, init=False)
-
-    @classmethod
-    def build(cls, messages: Sequence[Any], format_variables: bool = True,
-              ice_token: str | None = "</E>", *, where: str = "template") -> RawPromptTemplate:
-        if not isinstance(messages, (list, tuple)):
-            raise TemplateError(f"messages must be a list, got {type(messages).__name__}",
-                                key_path=f"{where}.messages",
-                                reference=("TypeError", f"messages must be a list, got {type(messages)}"))
-        for i, msg in enumerate(messages):
-            path = f"{where}.messages[{i}]"
-            if isinstance(msg, str):
-                continue
-            if not isinstance(msg, Mapping):
-                raise TemplateError(f"a message must be a dict or str, got {msg!r}", key_path=path,
-                                    reference=("TypeError", f"messages[{i}] must be a dict, got {type(msg)}"))
-            if "expand_column" in msg:
-                continue
-            for key in ("role", "content"):
-                if key not in msg:
-                    raise TemplateError(f"message is missing its {key!r} key", key_path=path,
-                                        reference=("ValueError", f"messages[{i}] missing '{key}' key"))
-            if msg["role"] not in _RAW_ROLES:
-                raise TemplateError(
-                    f"invalid role {msg['role']!r}; expected one of {', '.join(_RAW_ROLES)}",
-                    key_path=path, reference=("ValueError", f"messages[{i}] has invalid role: {msg['role']}"))
-        return cls(tuple(copy.deepcopy(list(messages))), format_variables, ice_token, where)
-
-    kind = "raw"
-
-    def _messages(self, row: Mapping[str, Any], ice: Ice | None, with_strings: bool,
-                  policy: Policy) -> list[Any]:
-        values = RowValues.of(row)
-        out: list[Any] = []
-        for msg in self.messages:
-            if isinstance(msg, str):
-                if with_strings and msg == self.ice_token and isinstance(ice, list) and ice:
-                    out.extend(copy.deepcopy(ice))
-                continue
-            if "expand_column" in msg:
-                value = row.get(msg["expand_column"])
-                if isinstance(value, list):
-                    out.extend(copy.deepcopy(value))
-                continue
-            new = copy.deepcopy(dict(msg))
-            if self.format_variables and isinstance(new.get("content"), str):
-                # OpenCompass re-reads inserted values as template text (D1).
-                new["content"] = _fill_text(new["content"], values,
-                                            sequential=not policy.fixes("D1"))
-            out.append(new)
-        return out
-
-    def ice_item(self, row: Mapping[str, Any], label: Any, policy: Policy) -> list[Any]:
-        return self._messages(row, None, with_strings=False, policy=policy)
-
-    def gen_item(self, row: Mapping[str, Any], ice: Ice, policy: Policy, *,
-                 output_column: str | None = None, replace_token: str = "") -> list[Any]:
-        if policy.fixes("D15") and output_column is not None:
-            row = mask_row(row, output_column, replace_token)
-        return self._messages(row, ice, with_strings=True, policy=policy)
-
-    def label_item(self, row: Mapping[str, Any], ice: Ice, label: Any, policy: Policy, *,
-                   remain_sep: bool = False) -> list[Any]:
-        return self._messages(row, ice, with_strings=True, policy=policy)
-
-    @property
-    def labels(self) -> list[Any]:
-        return []
