@@ -228,3 +228,23 @@ def test_chat_template_models_count_the_template_text_without_specials(tmp_path:
     assert [r.token_len for r in result.records] == [45, 42]
     with pytest.raises(ConfigError, match="neither the model nor the tokenizer"):
         Compiler().compile(_dataset(), {**model, "tokenizer": str(_train(tmp_path / "plain"))})
+
+
+@needs_tokenizers
+def test_a_folders_chat_template_jinja_wins_as_in_transformers(tmp_path: Path) -> None:
+    # transformers' save_pretrained writes the template to chat_template.jinja (not into
+    # tokenizer_config.json) and loading prefers that file over the config's key.
+    folder = _train(tmp_path / "tok", config={
+        "chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"})
+    (folder / "chat_template.jinja").write_text(
+        "{% for m in messages %}<|{{ m.role }}|> {{ m.content }} {% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}", encoding="utf-8")
+    model = Compiler().model({"abbr": "chat", "parser": "hf_chat", "tokenizer": str(folder)})
+    from prompt_compiler.render.api import ApiPrompt
+
+    # <|user|> + "the cat sat" (3) + <|assistant|>; the config's template would give 3
+    assert model.token_len(ApiPrompt([{"role": "HUMAN", "prompt": "the cat sat"}])) == 5
+    (folder / "tokenizer_config.json").unlink()
+    only_file = load_tokenizer(str(folder / "tokenizer.json"))
+    assert only_file.chat_template is not None
+    assert only_file.chat_template.render([{"role": "user", "content": "hi"}]) == "<|user|> hi "

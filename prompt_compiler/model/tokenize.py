@@ -150,11 +150,14 @@ def _hf(path: Path) -> HFTokenizer:
                               config_path=str(config_file), key_path="model.tokenizer") from None
         if isinstance(loaded, dict):
             config = loaded
+    # The folder's chat template as transformers finds it: chat_template.jinja (the file
+    # save_pretrained writes), then chat_template.json, then tokenizer_config.json's key.
     chat_template = None
-    if config.get("chat_template") is not None:
+    if config.get("chat_template") is not None or any(
+            (folder / name).is_file() for name in ("chat_template.jinja", "chat_template.json")):
         from ..render.chat_template import ChatTemplate
 
-        chat_template = ChatTemplate.load(str(config_file))
+        chat_template = ChatTemplate.from_pretrained_dir(folder)
     return HFTokenizer(str(file), chat_template, backend=backend)
 
 
