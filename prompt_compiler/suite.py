@@ -34,7 +34,7 @@ from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_c
 from .data.sources import attach_rows
 from .emit.manifest import build_manifest, input_root
 from .emit.names import MANIFEST, check_unique, output_name
-from .emit.outdir import OutputDir, _os, write_jsonl
+from .emit.outdir import OutputDir, _os, write_blocks
 from .emit.records import record_bytes, record_json
 from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
 
@@ -233,32 +233,107 @@ def compile_pair(pair: Pair, *, data_dir: PathArg | None = None, mode: str = "de
             names no column (see :func:`dataset_warnings`).
     """
     compiler = compiler or Compiler(mode=mode)
-    where = {"config_path": pair.dataset.config_path, "dataset": pair.dataset.abbr,
-             "model": pair.model.abbr}
     try:
-        dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
-        job, kind, params = compiler.job(dataset.spec,
-                                         {**pair.model.spec, "abbr": pair.model.abbr},
-                                         pair.options, lean=lean)
-        # streamed rows (read while compiling) are not read ahead for the checks
-        eager = isinstance(job.rows.test, (list, tuple))
-        for problem in (dataset_warnings(job, dataset.spec) if eager and not rows else []):
-            problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
-            problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
-            if strict:
-                raise _at_origin(problem)
-            warnings.warn(PromptCompilerWarning(str(_at_origin(problem))), stacklevel=2)
-        if on_rows is not None and eager:
-            on_rows(len(job.rows.test))
+        job, kind, params = _pair_job(pair, data_dir, compiler, lean, rows, strict, on_rows)
         yield from compiler.job_records(job, kind, params, lean=lean, spans=spans, rows=rows)
     except PromptCompilerError as err:
-        if err.key_path and pair.dataset.key_path and not err.key_path.startswith(pair.dataset.key_path):
-            if err.key_path.startswith("model"):  # the model's own config file and key path
-                err.key_path = pair.model.key_path + err.key_path[len("model"):]
-                err.located(config_path=pair.model.config_path, model=pair.model.abbr)
-            elif not err.key_path.startswith("meta_template"):
-                err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
-        raise _at_origin(err.located(**where))
+        raise _pair_located(pair, err) from None
+
+
+def _pair_job(pair: Pair, data_dir: PathArg | None, compiler: Compiler, lean: bool,
+              rows: range | None, strict: bool, on_rows: Callable[[int], None] | None
+              ) -> tuple[Any, str, dict[str, Any]]:
+    """The compile job of one pair, after its warnings (see :func:`compile_pair`)."""
+    dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
+    job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
+                                     pair.options, lean=lean)
+    # streamed rows (read while compiling) are not read ahead for the checks
+    eager = isinstance(job.rows.test, (list, tuple))
+    for problem in (dataset_warnings(job, dataset.spec) if eager and not rows else []):
+        problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
+        problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
+        if strict:
+            raise _at_origin(problem)
+        warnings.warn(PromptCompilerWarning(str(_at_origin(problem))), stacklevel=3)
+    if on_rows is not None and eager:
+        on_rows(len(job.rows.test))
+    return job, kind, params
+
+
+def _pair_located(pair: Pair, err: PromptCompilerError) -> PromptCompilerError:
+    """``err`` located in the pair's config files (dataset and model key paths)."""
+    own = pair.dataset.key_path
+    if err.key_path and own and not err.key_path.startswith(own):
+        if err.key_path.startswith("model"):  # the model's own config file and key path
+            err.key_path = pair.model.key_path + err.key_path[len("model"):]
+            err.located(config_path=pair.model.config_path, model=pair.model.abbr)
+        elif not err.key_path.startswith("meta_template"):
+            err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
+    return _at_origin(err.located(config_path=pair.dataset.config_path,
+                                  dataset=pair.dataset.abbr, model=pair.model.abbr))
+
+
+class _Counts:
+    """Lines written for one pair, and how many of them are flagged ``over_limit``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.over_limit = 0
+
+    def entry(self, pair: Pair, digest: str) -> dict[str, Any]:
+        """The manifest's output entry (``over_limit`` only when some prompt is)."""
+        out: dict[str, Any] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
+                               "records": self.count, "sha256": digest}
+        if self.over_limit:
+            out["over_limit"] = self.over_limit
+        return out
+
+
+def pair_lines(pair: Pair, counts: _Counts, *, data_dir: PathArg | None = None,
+               mode: str = "default", spans: bool = False, rows: range | None = None,
+               strict: bool = False, progress: Any = None) -> Iterator[bytes]:
+    """The record lines of one pair as written to its file, in blocks of whole lines.
+
+    Plannable jobs go through :mod:`.planlines` (no Record objects); others through
+    :func:`compile_pair`. ``counts`` holds the totals once the blocks are consumed;
+    ``progress.rows(n)`` and ``progress.row()`` (when present) hear of the rows.
+    """
+    from .planlines import Lines, plannable
+
+    compiler = Compiler(mode=mode)
+    tick = getattr(progress, "row", None)
+    try:
+        job, kind, params = _pair_job(pair, data_dir, compiler, True, rows, strict,
+                                      getattr(progress, "rows", None))
+        if not spans and plannable(job, kind, params):
+            try:
+                retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader,
+                                                   job.policy)
+                lines = Lines(job, kind, params, retrieved, rows=rows, tick=tick)
+                try:
+                    yield from lines
+                finally:
+                    counts.count, counts.over_limit = lines.count, lines.over_limit
+            except PromptCompilerError as err:
+                raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
+            return
+        records = _row_ticks(compiler.job_records(job, kind, params, lean=True, spans=spans,
+                                                  rows=rows), tick)
+        block: list[bytes] = []
+        for rec in records:
+            obj = record_json(rec)
+            if obj.get("over_limit"):
+                counts.over_limit += 1
+            block.append(record_bytes(obj))
+            if len(block) >= 256:
+                counts.count += len(block)
+                yield b"".join(block)
+                block = []
+        counts.count += len(block)
+        if block:
+            yield b"".join(block)
+    except PromptCompilerError as err:
+        raise _pair_located(pair, err) from None
 
 
 def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
@@ -301,27 +376,6 @@ def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "defau
                                 strict=strict)
 
 
-class _Tally:
-    """Counts the records flagged ``over_limit`` while they stream past."""
-
-    def __init__(self) -> None:
-        self.over_limit = 0
-
-    def __call__(self, lines: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for obj in lines:
-            if obj.get("over_limit"):
-                self.over_limit += 1
-            yield obj
-
-    def entry(self, pair: Pair, count: int, digest: str) -> dict[str, Any]:
-        """The manifest's output entry (``over_limit`` only when some prompt is)."""
-        out: dict[str, Any] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
-                               "records": count, "sha256": digest}
-        if self.over_limit:
-            out["over_limit"] = self.over_limit
-        return out
-
-
 def _limited(suite: Suite, limit: int | None) -> Suite:
     if limit is None:
         return suite
@@ -336,12 +390,11 @@ def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | No
                  ) -> tuple[int, str, int]:
     """Worker: compile one pair (or a range of its test rows) into the parent's staging folder."""
     pair, data_dir, mode, staging, shown, spans, rows, rel, strict = args
-    tally = _Tally()
-    lines = tally(record_json(r) for r in compile_pair(pair, data_dir=data_dir, mode=mode,
-                                                       lean=True, spans=spans, rows=rows,
-                                                       strict=strict))
-    count, digest = write_jsonl(staging / rel, lines, shown=f"{shown}/{pair.out_name}")
-    return count, digest, tally.over_limit
+    counts = _Counts()
+    blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans, rows=rows,
+                        strict=strict)
+    digest = write_blocks(staging / rel, blocks, shown=f"{shown}/{pair.out_name}")
+    return counts.count, digest, counts.over_limit
 
 
 SPLIT_ROWS = 2_000
@@ -404,16 +457,14 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
             for i, pair in enumerate(pairs):
                 if progress:
                     progress(i, len(pairs), pair)
-                tally = _Tally()
-                records = compile_pair(pair, data_dir=data_dir, mode=mode, lean=True,
-                                       spans=spans, strict=strict,
-                                       on_rows=getattr(progress, "rows", None))
-                lines = tally(record_json(r) for r in _row_ticks(records, progress))
+                counts = _Counts()
+                blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
+                                    strict=strict, progress=progress)
                 if writer is None:
-                    count, digest = _count_and_hash(lines)
+                    digest = _hash(blocks)
                 else:
-                    count, digest = writer.write_lines(pair.out_name, lines)
-                outputs[pair.out_name] = tally.entry(pair, count, digest)
+                    digest = writer.write_blocks(pair.out_name, blocks)
+                outputs[pair.out_name] = counts.entry(pair, digest)
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
                                   inputs=input_files(suite, pairs, data_dir), outputs=outputs,
                                   arguments=arguments)
@@ -427,9 +478,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         raise
 
 
-def _row_ticks(records: Iterator[Record], progress: Any) -> Iterator[Record]:
-    """Pass records through, telling ``progress.row()`` each time a test row is done."""
-    tick = getattr(progress, "row", None)
+def _row_ticks(records: Iterator[Record], tick: Callable[[], None] | None) -> Iterator[Record]:
+    """Pass records through, calling ``tick()`` each time a test row is done."""
     if tick is None:
         yield from records
         return
@@ -478,13 +528,11 @@ def _check_not_inside(out: Path, inputs: Sequence[str | os.PathLike[str]]) -> No
                               "replaced as a whole", hint="write the output to another folder")
 
 
-def _count_and_hash(lines: Iterator[dict[str, Any]]) -> tuple[int, str]:
+def _hash(blocks: Iterator[bytes]) -> str:
     h = hashlib.sha256()
-    count = 0
-    for obj in lines:
-        h.update(record_bytes(obj))
-        count += 1
-    return count, h.hexdigest()
+    for block in blocks:
+        h.update(block)
+    return h.hexdigest()
 
 
 def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
@@ -520,9 +568,9 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
                     digest = _join(staging, pair.out_name, [rel for rel, _ in parts],
                                    shown=f"{writer.shown}/{pair.out_name}")
                 writer.adopt(pair.out_name)
-                tally = _Tally()
-                tally.over_limit = over
-                outputs[pair.out_name] = tally.entry(pair, count, digest)
+                counts = _Counts()
+                counts.count, counts.over_limit = count, over
+                outputs[pair.out_name] = counts.entry(pair, digest)
         except BaseException:
             stop_workers(pool, [fut for parts in tasks for _, fut in parts])
             raise

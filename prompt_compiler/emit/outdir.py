@@ -49,7 +49,7 @@ from .manifest import is_ours, manifest_bytes
 from .names import MANIFEST
 from .records import record_bytes
 
-__all__ = ["OutputDir", "write_jsonl"]
+__all__ = ["OutputDir", "write_blocks", "write_jsonl"]
 
 _TAG = "compile-prompts"
 _OLD_STAGING = re.compile(r"\.[a-z0-9_]{8}\.tmp")  # what versions before 0.2 left behind
@@ -98,6 +98,30 @@ def write_jsonl(path: Path, lines: Iterable[Any], *, shown: str,
     with _os(f"write {shown}"):
         fh.close()
     return count, h.hexdigest()
+
+
+def write_blocks(path: Path, blocks: Iterable[bytes], *, shown: str) -> str:
+    """Write byte blocks (whole JSON lines) to ``path``; returns the sha256 of the bytes.
+
+    ``shown`` is the file's name for messages; errors of the blocks' producer pass
+    through, an OS error is an OutputError.
+    """
+    with _os(f"write {shown}"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh: IO[bytes] = path.open("wb")
+    h = hashlib.sha256()
+    try:
+        for block in blocks:
+            with _os(f"write {shown}"):
+                fh.write(block)  # a block larger than the buffer is written through
+            h.update(block)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fh.close()
+        raise
+    with _os(f"write {shown}"):
+        fh.close()
+    return h.hexdigest()
 
 
 # --- swapping two folders ------------------------------------------------------------------
@@ -407,6 +431,11 @@ class OutputDir:
         """Write JSON lines to ``rel``; returns (line count, sha256 of the bytes)."""
         self.adopt(rel)
         return write_jsonl(self.staging / rel, lines, shown=self.shown_path(rel))
+
+    def write_blocks(self, rel: str, blocks: Iterable[bytes]) -> str:
+        """Write byte blocks to ``rel`` (see :func:`write_blocks`); returns their sha256."""
+        self.adopt(rel)
+        return write_blocks(self.staging / rel, blocks, shown=self.shown_path(rel))
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         self.adopt(rel)

@@ -1,0 +1,241 @@
+"""Record lines straight from test rows: the CLI's write path for planned jobs.
+
+The CLI writes records, not :class:`~.assemble.base.Record` objects. For a job that a
+:mod:`~prompt_compiler.plan` serves, everything in a line but a few values is the same for
+every row, so each shape (one plan of one tuple of example ids) is turned into bytes once:
+the record's head, and the prompt's first literal (for a FixK job, the whole in-context
+block and the text before the first slot) already JSON-escaped and already fed to a sha256.
+A row then costs one ``%`` fill of its slot values, the escaping and hashing of that part,
+and one join. JSON escaping is per character, so ``dumps(a + b)`` is ``dumps(a)`` and
+``dumps(b)`` joined at the quotes; a hash continues from a copy of the literal's state.
+The bytes are those :func:`~.emit.record_bytes` writes for :func:`~.emit.record_json`.
+
+Any row the shortcut is not sure of goes through the generic record path, one row at a
+time: a row before its shape is compiled, a compat-mode row holding braces, a row whose
+prompt may exceed ``max_seq_len``, a value with no UTF-8 form (the generic path names it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .assemble.base import Job
+from .assemble.gen import gen_record
+from .assemble.ppl import ppl_row_records
+from .emit.records import record_bytes, record_json
+from .model.spec import whitespace_tokens
+from .plan import Plan, _Plans, supports
+from .data.reader import iter_rows
+
+__all__ = ["Lines", "plannable"]
+
+BLOCK = 256
+"""Lines joined into one block (one write, one hash update, one progress tick burst)."""
+
+
+def plannable(job: Job, kind: str, params: Mapping[str, Any]) -> bool:
+    """True when :class:`Lines` builds the job's lines from plans (gen and ppl jobs that
+    :func:`.plan.supports`, without multiround or normalizing_str)."""
+    if kind == "gen":
+        return not params.get("multiround") and supports(job, kind)
+    if kind == "ppl":
+        return job.options.get("normalizing_str") is None and supports(job, kind)
+    return False
+
+
+def _json(value: Any) -> bytes:
+    """``value`` as :func:`.emit.record_bytes` writes it after :func:`.emit.record_json`."""
+    kind = type(value)
+    if kind is str:
+        return orjson.dumps(value)
+    if value is None:
+        return b"null"
+    if kind is int:
+        return str(value).encode()
+    # record_json's copy of a data value (tuples as lists, other types by their str)
+    plain = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+    return record_bytes({"": plain})[5:-2]  # between b'{"": ' and b'}\n'
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """One plan of one id tuple, as bytes: what every row of that shape shares."""
+
+    plan: Plan
+    head: bytes
+    """The line up to the prompt's first literal, escaped, without its closing quote."""
+    digest: Any
+    """sha256 state after the first literal's UTF-8 bytes."""
+    rest: str
+    """``%`` format of the prompt after the first literal (slot values and literals)."""
+    length: int
+    """Characters of the literal text."""
+
+
+def _shape(plan: Plan, head: bytes) -> _Shape:
+    first = plan.literals[0]
+    rest = "%s".join(["", *(s.replace("%", "%%") for s in plan.literals[1:])])
+    return _Shape(plan, head + orjson.dumps(first)[:-1], hashlib.sha256(first.encode()), rest,
+                  sum(map(len, plan.literals)))
+
+
+class Lines:
+    """The record lines of one planned job, in blocks of whole lines.
+
+    Iterating yields the blocks; afterwards :attr:`count` is the number of lines and
+    :attr:`over_limit` the number flagged ``over_limit``. ``tick`` is called once per
+    finished test row.
+    """
+
+    def __init__(self, job: Job, kind: str, params: Mapping[str, Any],
+                 retrieved: Sequence[Sequence[int]], *, rows: range | None = None,
+                 tick: Callable[[], None] | None = None) -> None:
+        self.job, self.kind, self.retrieved = job, kind, retrieved
+        self.rows, self.tick = rows, tick
+        self.count = 0
+        self.over_limit = 0
+        if kind == "gen":
+            self.extra: Any = params.get("gen_field_replace_token", "")
+            self.labels: list[Any] = []
+        else:
+            self.labels = (list(params["labels"]) if params.get("labels") is not None
+                           else job.labels())
+            self.extra = self.labels
+        self.plans = _Plans(job, kind, self.extra)
+        self.shapes: dict[tuple[int, ...], list[_Shape]] = {}
+        model = job.model
+        self.limit = model.max_seq_len if job.counts_tokens else None
+        self.count_tokens = model.count_tokens
+        self.compat = job.policy.compat
+        col = job.reader.output_column
+        self.gold = col
+        self.prefix = (b'{"dataset": ' + orjson.dumps(job.abbr) + b', "model": '
+                       + orjson.dumps(model.abbr) + b', "mode": "' + kind.encode()
+                       + b'", "index": ')
+
+    # -- shapes ---------------------------------------------------------------------
+
+    def _shapes(self, ids: Sequence[int], row: Mapping[str, Any]) -> list[_Shape] | None:
+        key = tuple(ids)
+        found = self.shapes.get(key)
+        if found is not None:
+            return found
+        plans = self.plans.get(ids, row)
+        if plans is None:
+            return None
+        if not all(type(i) is int for i in key):
+            return None
+        ice = b', "ice_ids": [' + ", ".join(map(str, key)).encode() + b'], "prompt": '
+        if self.kind == "gen":
+            shapes = [_shape(plans[0], ice)]
+        else:
+            try:
+                heads = [b', "label": ' + _json(label) + ice for label in self.labels]
+            except (ValueError, TypeError, orjson.JSONEncodeError):
+                return None  # the generic path names the label
+            shapes = [_shape(p, h) for p, h in zip(plans, heads, strict=True)]
+        if len(self.shapes) > 1_000:
+            self.shapes.clear()
+        self.shapes[key] = shapes
+        return shapes
+
+    # -- lines ----------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[bytes]:
+        job, retrieved, rows = self.job, self.retrieved, self.rows
+        span = range(len(retrieved)) if rows is None else rows
+        if span.step != 1:
+            source: Iterator[Mapping[str, Any]] = (job.rows.test[i] for i in span)
+        else:
+            source = iter_rows(job.rows.test, span.start, span.stop)
+        prefix, col, tick = self.prefix, self.gold, self.tick
+        compat, limit = self.compat, self.limit
+        last_ids: Any = None
+        shapes: list[_Shape] | None = None
+        block: list[bytes] = []
+        done = 0
+        for index in span:
+            job.row = index  # an error reading the row names it
+            row = next(source)
+            ids = retrieved[index]
+            if ids != last_ids or shapes is None:
+                last_ids, shapes = ids, self._shapes(ids, row)
+            lines = None
+            if shapes is not None:
+                lines = self._fast(shapes, index, row, prefix, col, compat, limit)
+            if lines is None:
+                lines = self._generic(index, ids)
+            block += lines
+            done += 1
+            if done == BLOCK:
+                self.count += len(block)
+                yield b"".join(block)
+                block = []
+                if tick is not None:
+                    for _ in range(done):
+                        tick()
+                done = 0
+        if block:
+            self.count += len(block)
+            yield b"".join(block)
+        if tick is not None:
+            for _ in range(done):
+                tick()
+
+    def _fast(self, shapes: list[_Shape], index: int, row: Mapping[str, Any], prefix: bytes,
+              col: str | None, compat: bool, limit: int | None) -> list[bytes] | None:
+        """The lines of one row, or None when the generic path must build them."""
+        try:
+            first = shapes[0].plan
+            values = tuple([str(row[c]) for c in first.columns])
+            gold = _json(None if col is None else row.get(col))
+            head = prefix + str(index).encode()
+            tail = b'", "gold": ' + gold + b"}\n"
+            out = []
+            for shape in shapes:
+                plan = shape.plan
+                if plan.columns != first.columns:
+                    values = tuple([str(row[c]) for c in plan.columns])
+                rest = shape.rest % values
+                if compat and ("{" in rest or "}" in rest):
+                    return None  # OpenCompass re-fills values holding braces (D1)
+                if limit is not None and not self._within(shape, values, rest, limit):
+                    return None  # may drop examples: the generic path decides
+                digest = shape.digest.copy()
+                digest.update(rest.encode())
+                out.append(head + shape.head + orjson.dumps(rest)[1:] + b', "prompt_sha256": "'
+                           + digest.hexdigest().encode() + tail)
+            return out
+        except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError):
+            return None  # text with no UTF-8 form, NaN: the generic path names it
+
+    def _within(self, shape: _Shape, values: Sequence[str], rest: str, limit: int) -> bool:
+        """The prompt's tokens are at most ``limit``."""
+        count = self.count_tokens
+        if count is whitespace_tokens:
+            chars = shape.length + sum(map(len, values))
+            if (chars + 1) // 2 <= limit:  # a word is a character and a space at least
+                return True
+            return shape.plan.count_words(values) <= limit
+        return count(shape.plan.literals[0] + rest) <= limit
+
+    def _generic(self, index: int, ids: Sequence[int]) -> list[bytes]:
+        """The lines of one row through the generic record path."""
+        job = self.job
+        if self.kind == "gen":
+            records = [gen_record(job, index, ids, self.extra)]
+        else:
+            records = ppl_row_records(job, index, ids, self.labels)
+        out = []
+        for rec in records:
+            obj = record_json(rec)
+            if obj.get("over_limit"):
+                self.over_limit += 1
+            out.append(record_bytes(obj))
+        return out
