@@ -28,10 +28,10 @@ import orjson
 from .assemble.base import Job
 from .assemble.gen import gen_record
 from .assemble.ppl import ppl_row_records
+from .data.reader import iter_rows
 from .emit.records import record_bytes, record_json
 from .model.spec import whitespace_tokens
 from .plan import Plan, _Plans, supports
-from .data.reader import iter_rows
 
 __all__ = ["Lines", "plannable"]
 
