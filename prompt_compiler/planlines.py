@@ -74,15 +74,20 @@ class _Shape:
     """sha256 state after the first literal's UTF-8 bytes."""
     rest: str
     """``%`` format of the prompt after the first literal (slot values and literals)."""
-    length: int
-    """Characters of the literal text."""
+    budget: int
+    """The longest filled ``rest`` whose prompt surely fits ``max_seq_len`` whitespace words
+    (a word takes a character and a space at least); -1: count every row."""
 
 
-def _shape(plan: Plan, head: bytes) -> _Shape:
+def _shape(plan: Plan, head: bytes, limit: int | None, counter: Any) -> _Shape:
     first = plan.literals[0]
     rest = "%s".join(["", *(s.replace("%", "%%") for s in plan.literals[1:])])
+    budget = 2 * limit - len(first) if limit is not None and counter is whitespace_tokens else -1
     return _Shape(plan, head + orjson.dumps(first)[:-1], hashlib.sha256(first.encode()), rest,
-                  sum(map(len, plan.literals)))
+                  budget)
+
+
+_SHA = b', "prompt_sha256": "'
 
 
 class Lines:
@@ -113,8 +118,7 @@ class Lines:
         self.limit = model.max_seq_len if job.counts_tokens else None
         self.count_tokens = model.count_tokens
         self.compat = job.policy.compat
-        col = job.reader.output_column
-        self.gold = col
+        self.gold = job.reader.output_column
         self.prefix = (b'{"dataset": ' + orjson.dumps(job.abbr) + b', "model": '
                        + orjson.dumps(model.abbr) + b', "mode": "' + kind.encode()
                        + b'", "index": ')
@@ -133,13 +137,14 @@ class Lines:
             return None
         ice = b', "ice_ids": [' + ", ".join(map(str, key)).encode() + b'], "prompt": '
         if self.kind == "gen":
-            shapes = [_shape(plans[0], ice)]
+            shapes = [_shape(plans[0], ice, self.limit, self.count_tokens)]
         else:
             try:
                 heads = [b', "label": ' + _json(label) + ice for label in self.labels]
             except (ValueError, TypeError, orjson.JSONEncodeError):
                 return None  # the generic path names the label
-            shapes = [_shape(p, h) for p, h in zip(plans, heads, strict=True)]
+            shapes = [_shape(p, h, self.limit, self.count_tokens)
+                      for p, h in zip(plans, heads, strict=True)]
         if len(self.shapes) > 1_000:
             self.shapes.clear()
         self.shapes[key] = shapes
@@ -154,63 +159,65 @@ class Lines:
             source: Iterator[Mapping[str, Any]] = (job.rows.test[i] for i in span)
         else:
             source = iter_rows(job.rows.test, span.start, span.stop)
-        prefix, col, tick = self.prefix, self.gold, self.tick
-        compat, limit = self.compat, self.limit
+        tick = self.tick
         last_ids: Any = None
         shapes: list[_Shape] | None = None
         block: list[bytes] = []
-        done = 0
+        done = lines = 0
         for index in span:
             job.row = index  # an error reading the row names it
             row = next(source)
             ids = retrieved[index]
             if ids != last_ids or shapes is None:
                 last_ids, shapes = ids, self._shapes(ids, row)
-            lines = None
-            if shapes is not None:
-                lines = self._fast(shapes, index, row, prefix, col, compat, limit)
-            if lines is None:
-                lines = self._generic(index, ids)
-            block += lines
+            pieces = None if shapes is None else self._fast(shapes, index, row)
+            if pieces is not None and shapes is not None:
+                lines += len(shapes)
+            else:
+                pieces = self._generic(index, ids)  # whole lines
+                lines += len(pieces)
+            block += pieces
             done += 1
             if done == BLOCK:
-                self.count += len(block)
+                self.count += lines
                 yield b"".join(block)
                 block = []
                 if tick is not None:
                     for _ in range(done):
                         tick()
-                done = 0
+                done = lines = 0
+        self.count += lines
         if block:
-            self.count += len(block)
             yield b"".join(block)
         if tick is not None:
             for _ in range(done):
                 tick()
 
-    def _fast(self, shapes: list[_Shape], index: int, row: Mapping[str, Any], prefix: bytes,
-              col: str | None, compat: bool, limit: int | None) -> list[bytes] | None:
-        """The lines of one row, or None when the generic path must build them."""
+    def _fast(self, shapes: list[_Shape], index: int, row: Mapping[str, Any]
+              ) -> list[bytes] | None:
+        """The pieces of one row's lines, or None when the generic path must build them."""
         try:
-            first = shapes[0].plan
-            values = tuple([str(row[c]) for c in first.columns])
-            gold = _json(None if col is None else row.get(col))
-            head = prefix + str(index).encode()
-            tail = b'", "gold": ' + gold + b"}\n"
-            out = []
+            columns = shapes[0].plan.columns
+            values = tuple([str(row[c]) for c in columns])
+            col = self.gold
+            tail = b'", "gold": ' + _json(None if col is None else row.get(col)) + b"}\n"
+            head = self.prefix + str(index).encode()
+            compat, limit = self.compat, self.limit
+            out: list[bytes] = []
             for shape in shapes:
-                plan = shape.plan
-                if plan.columns != first.columns:
-                    values = tuple([str(row[c]) for c in plan.columns])
+                if shape.plan.columns != columns:
+                    columns = shape.plan.columns
+                    values = tuple([str(row[c]) for c in columns])
                 rest = shape.rest % values
                 if compat and ("{" in rest or "}" in rest):
                     return None  # OpenCompass re-fills values holding braces (D1)
-                if limit is not None and not self._within(shape, values, rest, limit):
+                if limit is not None and len(rest) > shape.budget and not self._within(
+                        shape, values, rest, limit):
                     return None  # may drop examples: the generic path decides
                 digest = shape.digest.copy()
                 digest.update(rest.encode())
-                out.append(head + shape.head + orjson.dumps(rest)[1:] + b', "prompt_sha256": "'
-                           + digest.hexdigest().encode() + tail)
+                out += (head, shape.head, orjson.dumps(rest)[1:], _SHA,
+                        digest.hexdigest().encode(), tail)
             return out
         except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError):
             return None  # text with no UTF-8 form, NaN: the generic path names it
@@ -219,9 +226,6 @@ class Lines:
         """The prompt's tokens are at most ``limit``."""
         count = self.count_tokens
         if count is whitespace_tokens:
-            chars = shape.length + sum(map(len, values))
-            if (chars + 1) // 2 <= limit:  # a word is a character and a space at least
-                return True
             return shape.plan.count_words(values) <= limit
         return count(shape.plan.literals[0] + rest) <= limit
 

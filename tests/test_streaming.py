@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prompt_compiler.data.reader import ReaderConfig, iter_rows, prepare_rows
 from prompt_compiler.data.sources import JsonlRows
@@ -183,3 +185,41 @@ def test_streamed_rows_are_normalised_and_ranged_like_inline_rows(tmp_path: Path
         assert list(streamed.test) == list(inline.test)
         assert [streamed.test[i] for i in range(len(streamed.test))] == list(inline.test)
         assert list(iter_rows(streamed.test, 1, 3)) == list(inline.test)[1:3]
+
+
+LINE = st.sampled_from([b'{"a": 1}', b'{"a": "x y"}', b"", b"  ", b"\r", b" \t", b'{"a": 2}\r',
+                        b'\xef\xbb\xbf{"a": 3}', b"\xef\xbb\xbf"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(LINE, max_size=12), newline_at_end=st.booleans(),
+       chunk=st.sampled_from([1, 3, 8, 64, 1 << 24]))
+def test_the_line_index_finds_each_non_blank_line(tmp_path_factory, lines, newline_at_end,
+                                                  chunk):
+    """Indexing in chunks finds what splitting the file at each newline finds: where each
+    non-blank line starts (after a leading BOM) and ends (with its newline)."""
+    from prompt_compiler.data import sources
+
+    data = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"")
+    want_starts, want_ends, blank, pos = [], [], False, 0
+    for n, line in enumerate(data.split(b"\n")[:-1] if data.endswith(b"\n") else
+                             data.split(b"\n") if data else []):
+        start = 3 if n == 0 and line.startswith(b"\xef\xbb\xbf") else 0
+        end = min(pos + len(line) + 1, len(data))
+        if line[start:].strip():
+            want_starts.append(pos + start)
+            want_ends.append(end)
+        else:
+            blank = True
+        pos = end
+    file = tmp_path_factory.mktemp("index") / "rows.jsonl"
+    file.write_bytes(data)
+    saved, sources._CHUNK = sources._CHUNK, chunk
+    try:
+        rows = JsonlRows(file)
+    except DataError:  # the first row is not an object: the same file fails either way
+        return
+    finally:
+        sources._CHUNK = saved
+    assert (list(rows._starts), list(rows._ends), rows._blank_lines) == (
+        want_starts, want_ends, blank)

@@ -126,8 +126,14 @@ class RowView(Sequence[Row]):
                 and hasattr(self.source, "iter_range")):
             first = positions.start + start
             last = positions.start + min(stop, len(positions))
+            columns, n, subdivision = self.columns, len(self.columns), self.subdivision
             for i, row in enumerate(self.source.iter_range(first, last), first):
-                yield self._row(row, i)
+                if type(row) is dict and len(row) == n and list(row) == columns:
+                    row["subdivision"] = subdivision  # freshly read: normalise in place
+                    row["idx"] = i
+                    yield row
+                else:
+                    yield self._row(row, i)
         else:
             for src in positions[start:stop]:
                 yield self._row(self.source[src], src)

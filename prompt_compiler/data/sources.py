@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, overload
 
@@ -350,9 +351,17 @@ def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:
     if not isinstance(value, dict):
         raise DataError(f"{file}: line {lineno} (row {row}): a row must be a JSON object, got "
                         f"{type(value).__name__}")
-    if not flat or any(type(v) in (dict, list) for v in value.values()):
+    if not flat or not _FLAT.isdisjoint(map(type, value.values())):
         _check_values(value, f"{file}: line {lineno} (row {row})")
     return value
+
+
+_FLAT = frozenset((dict, list))
+"""Value types that :func:`_parse_line` checks (nesting depth); other values need no check."""
+
+
+_CHUNK = 1 << 22
+"""Bytes read at a time while indexing a JSON Lines file."""
 
 
 class JsonlRows(Sequence[Row]):
@@ -370,21 +379,47 @@ class JsonlRows(Sequence[Row]):
         self._starts, self._ends = array("q"), array("q")
         self._blank_lines = False
         try:
-            with self.file.open("rb") as fh:
-                pos = 0
-                for n, line in enumerate(fh):
-                    start = 3 if n == 0 and line.startswith(b"\xef\xbb\xbf") else 0
-                    if line[start:].strip():
-                        self._starts.append(pos + start)
-                        self._ends.append(pos + len(line))
-                    else:
-                        self._blank_lines = True
-                    pos += len(line)
+            with self.file.open("rb", buffering=0) as fh:
+                pos, carry = 0, b""
+                while True:
+                    data = fh.read(_CHUNK)
+                    buf = carry + data if carry else data
+                    cut = len(buf) if not data else buf.rfind(b"\n") + 1
+                    if cut:
+                        self._index(buf[:cut], pos)
+                    pos, carry = pos + cut, buf[cut:]
+                    if not data:
+                        break
         except OSError as exc:
             raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
         self._fd: int | None = None
         if self._starts:
             self[0]  # a file that is not JSON Lines at all fails here, not mid-compile
+
+    def _index(self, chunk: bytes, pos: int) -> None:
+        """Index the lines of ``chunk`` (whole lines; the last one may lack its newline),
+        which starts at byte ``pos`` of the file."""
+        lines = chunk.split(b"\n")
+        if not lines[-1]:
+            lines.pop()  # what follows the final newline
+        stop = pos + len(chunk)
+        bom = pos == 0 and bool(lines) and lines[0].startswith(b"\xef\xbb\xbf")
+        if bom or not all(map(bytes.strip, lines)):
+            for n, line in enumerate(lines):  # a BOM or blank lines: line by line
+                start = 3 if bom and n == 0 else 0
+                end = pos + len(line) + 1
+                if line[start:].strip():
+                    self._starts.append(pos + start)
+                    self._ends.append(min(end, stop))
+                else:
+                    self._blank_lines = True
+                pos = end
+            return
+        bounds = array("q", accumulate([len(line) + 1 for line in lines], initial=pos))
+        self._starts.extend(bounds[:-1])
+        if bounds[-1] > stop:
+            bounds[-1] = stop  # the last line has no newline
+        self._ends.extend(bounds[1:])
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -417,14 +452,22 @@ class JsonlRows(Sequence[Row]):
             return
         skip_blank = self._blank_lines
         lineno = self._lineno(start)
-        with self.file.open("rb") as fh:
+        loads, flat, file = orjson.loads, _FLAT, self.file
+        with file.open("rb", buffering=1 << 20) as fh:
             fh.seek(self._starts[start])
             row = start
             for line in fh:
                 if skip_blank and not line.strip():
                     lineno += 1
                     continue
-                yield _parse_line(line, self.file, lineno, row)
+                try:  # the common row: a flat JSON object orjson reads
+                    value = loads(line)
+                except orjson.JSONDecodeError:
+                    value = None
+                if type(value) is dict and flat.isdisjoint(map(type, value.values())):
+                    yield value
+                else:
+                    yield _parse_line(line, file, lineno, row)
                 row += 1
                 lineno += 1
                 if row >= stop:

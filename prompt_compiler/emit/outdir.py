@@ -31,13 +31,16 @@ import contextlib
 import ctypes
 import hashlib
 import json
+import mmap
 import os
+import queue
 import re
 import secrets
 import shutil
 import signal
 import stat
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -49,7 +52,7 @@ from .manifest import is_ours, manifest_bytes
 from .names import MANIFEST
 from .records import record_bytes
 
-__all__ = ["OutputDir", "write_blocks", "write_jsonl"]
+__all__ = ["BlockFile", "OutputDir", "write_blocks", "write_jsonl"]
 
 _TAG = "compile-prompts"
 _OLD_STAGING = re.compile(r"\.[a-z0-9_]{8}\.tmp")  # what versions before 0.2 left behind
@@ -106,22 +109,114 @@ def write_blocks(path: Path, blocks: Iterable[bytes], *, shown: str) -> str:
     ``shown`` is the file's name for messages; errors of the blocks' producer pass
     through, an OS error is an OutputError.
     """
-    with _os(f"write {shown}"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh: IO[bytes] = path.open("wb")
-    h = hashlib.sha256()
+    out = BlockFile(path, shown=shown)
     try:
         for block in blocks:
-            with _os(f"write {shown}"):
-                fh.write(block)  # a block larger than the buffer is written through
-            h.update(block)
+            out.write(block)
     except BaseException:
-        with contextlib.suppress(OSError):
-            fh.close()
+        out.abort()
         raise
-    with _os(f"write {shown}"):
-        fh.close()
-    return h.hexdigest()
+    return out.close()
+
+
+class BlockFile:
+    """A file written from byte blocks, and the sha256 of its bytes.
+
+    A helper thread writes and hashes the blocks while the caller builds the next ones
+    (both release the GIL on large buffers), so a second core does that part. Whole files
+    can be appended too (:meth:`append`, the parts of a pair split across processes): the
+    kernel copies them and the thread hashes them from a memory map.
+    """
+
+    def __init__(self, path: Path, *, shown: str) -> None:
+        self.shown = shown
+        with _os(f"write {shown}"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        self._hash = hashlib.sha256()
+        self._queue: queue.Queue[bytes | Path | None] = queue.Queue(maxsize=4)
+        self._failed: list[BaseException] = []
+        self._thread = threading.Thread(target=self._drain, name="block-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, block: bytes) -> None:
+        """Queue ``block`` (whole lines) to be written."""
+        self._check()
+        self._queue.put(block)
+
+    def append(self, part: Path) -> None:
+        """Queue the whole file ``part`` to be appended (and deleted afterwards)."""
+        self._check()
+        self._queue.put(part)
+
+    def close(self) -> str:
+        """Write what is queued, close the file and return its sha256."""
+        self._finish()
+        with _os(f"write {self.shown}"):
+            self._check()
+            os.close(self._fd)
+        return self._hash.hexdigest()
+
+    def abort(self) -> None:
+        """Stop writing (the file is left as it is, for the caller to remove)."""
+        self._finish()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+    def _finish(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _check(self) -> None:
+        if self._failed:
+            with _os(f"write {self.shown}"):
+                raise self._failed[0]
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._failed:
+                continue  # keep taking blocks, so that the caller never waits on a full queue
+            try:
+                if isinstance(item, Path):
+                    self._append(item)
+                else:
+                    _write_all(self._fd, item)
+                    self._hash.update(item)
+            except BaseException as exc:  # raised in the caller's thread by _check()
+                self._failed.append(exc)
+
+    def _append(self, part: Path) -> None:
+        with part.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size:
+                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    self._hash.update(view)
+                    _copy(fh.fileno(), self._fd, size, view)
+        part.unlink()
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _copy(src: int, dst: int, size: int, data: Any) -> None:
+    """Append ``size`` bytes of ``src`` (from its start) to ``dst``: in the kernel where it can."""
+    copied = 0
+    try:
+        while copied < size:
+            n = os.copy_file_range(src, dst, size - copied, copied)
+            if n == 0:
+                break
+            copied += n
+    except (AttributeError, OSError):  # no copy_file_range here (or not between these files)
+        pass
+    if copied < size:
+        _write_all(dst, memoryview(data)[copied:size])
 
 
 # --- swapping two folders ------------------------------------------------------------------
