@@ -34,7 +34,7 @@ from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_c
 from .data.sources import attach_rows
 from .emit.manifest import build_manifest, input_root
 from .emit.names import MANIFEST, check_unique, output_name
-from .emit.outdir import OutputDir, _os, write_blocks
+from .emit.outdir import BlockFile, OutputDir, write_blocks
 from .emit.records import record_bytes, record_json
 from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
 
@@ -397,27 +397,116 @@ def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | No
     return counts.count, digest, counts.over_limit
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A split pair's job, built and retrieved once by the parent; forked workers inherit it."""
+
+    job: Any
+    kind: str
+    params: dict[str, Any]
+    retrieved: Sequence[Sequence[int]]
+
+
+_PREPARED: dict[int, _Prepared] = {}
+"""Prepared jobs by pair number, for the duration of one :func:`_parallel`."""
+
+
+def _compile_range(args: tuple[int, tuple[Any, ...]]) -> tuple[int, str, int]:
+    """Worker: one row range of a split pair, from the job the parent prepared before the
+    pool forked (or, in a process that did not inherit it, from the configs again)."""
+    key, one = args
+    prepared = _PREPARED.get(key)
+    if prepared is None:
+        return _compile_one(one)
+    pair, _, _, staging, shown, _, rows, rel, _ = one
+    counts = _Counts()
+    out = BlockFile(staging / rel, shown=f"{shown}/{pair.out_name}", digest=False)
+    try:
+        for block in _prepared_lines(pair, prepared, rows, counts):
+            out.write(block)
+    except BaseException:
+        out.abort()
+        raise
+    out.close()
+    return counts.count, "", counts.over_limit
+
+
+def _prepared_lines(pair: Pair, prepared: _Prepared, rows: range | None, counts: _Counts
+                    ) -> Iterator[bytes]:
+    """The lines of ``rows`` from a prepared job; errors located as :func:`pair_lines` does."""
+    from .planlines import Lines
+
+    job = prepared.job
+    lines = Lines(job, prepared.kind, prepared.params, prepared.retrieved, rows=rows)
+    try:
+        yield from lines
+    except PromptCompilerError as err:
+        err.located(dataset=job.abbr, model=job.model.abbr, row=job.row)
+        raise _pair_located(pair, err) from None
+    finally:
+        counts.count, counts.over_limit = lines.count, lines.over_limit
+
+
 SPLIT_ROWS = 2_000
 """A gen or ppl pair with at least twice this many test rows is split into row ranges."""
+PARENT_SHARE = 0.8
+"""The parent's range of a split pair, relative to a worker's: it also hashes the file."""
 
 
-def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int) -> list[range | None]:
-    """How a pair's test rows are shared among ``jobs`` processes (``[None]``: one does all)."""
+def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int, spans: bool = False
+                ) -> tuple[list[range | None], _Prepared | None]:
+    """How a pair's test rows are shared among ``jobs`` processes (``[None]``: one does all),
+    and the job, prepared once, when the ranges can be built from plans.
+
+    The first range is the parent's; ranges are cut by bytes of the test file where the
+    rows stream from one (rows differ in length), else by rows."""
     from .data.sources import NotPeekable, peeking
+    from .planlines import plannable
 
     try:
         with peeking():  # rows from a pipe are left for the worker
             dataset = attach_rows(pair.dataset, data_dir)
-        job, kind, _ = Compiler(mode=mode).job(
-            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options)
+        job, kind, params = Compiler(mode=mode).job(
+            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
     except (PromptCompilerError, NotPeekable):
-        return [None]  # a worker raises it again, located as a whole-pair compile does
+        return [None], None  # a worker raises it again, located as a whole-pair compile does
     n = len(job.rows.test)
     if kind not in ("gen", "ppl") or n < 2 * SPLIT_ROWS:
-        return [None]
+        return [None], None
     parts = min(jobs, n // SPLIT_ROWS)
-    bounds = [n * k // parts for k in range(parts + 1)]
-    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    weights = [PARENT_SHARE] + [1.0] * (parts - 1)
+    cuts = [sum(weights[:k]) / sum(weights) for k in range(parts + 1)]
+    bounds = _byte_bounds(job.rows.test, cuts) or [round(n * c) for c in cuts]
+    ranges: list[range | None] = [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    prepared = None
+    if not spans and plannable(job, kind, params):
+        try:
+            retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader,
+                                               job.policy)
+        except PromptCompilerError:
+            return ranges, None  # each range raises it again
+        prepared = _Prepared(job, kind, params, retrieved)
+    return ranges, prepared
+
+
+def _byte_bounds(rows: Sequence[Any], cuts: Sequence[float]) -> list[int] | None:
+    """Row bounds at those fractions of the rows' bytes in their JSON Lines file, or None."""
+    from bisect import bisect_left
+
+    from .data.reader import RowView
+    from .data.sources import JsonlRows
+
+    if not isinstance(rows, RowView) or not isinstance(rows.source, JsonlRows):
+        return None
+    positions = rows.positions
+    if not isinstance(positions, range) or positions.step != 1 or not positions:
+        return None
+    starts = rows.source._starts
+    lo, hi = positions.start, positions.stop
+    first = starts[lo]
+    size = rows.source._ends[hi - 1] - first
+    return [bisect_left(starts, first + size * c, lo, hi) - lo if 0 < c < 1 else
+            (0 if c <= 0 else hi - lo) for c in cuts]
 
 
 def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | None = None,
@@ -539,51 +628,78 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
               data_dir: Path | None, mode: str, jobs: int, progress: Any,
               spans: bool = False, strict: bool = False) -> None:
     """Compile pairs in ``jobs`` processes; a large pair's row ranges go to several of them
-    and their parts are joined in order, so every file is byte-identical to ``--jobs 1``."""
+    and their parts are joined in order, so every file is byte-identical to ``--jobs 1``.
+
+    The parent builds a split pair's job once (the forked workers inherit it) and compiles
+    its first range itself, straight into the pair's file; the workers' parts are appended."""
     from concurrent.futures import ProcessPoolExecutor
 
     from .workers import init_worker, stop_workers
 
     staging = writer.staging
-    with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,
-                             initargs=(os.getpid(),)) as pool:
-        tasks: list[list[tuple[str, Any]]] = []
-        for pair in pairs:
-            ranges = _row_ranges(pair, data_dir, mode, jobs)
-            names = [pair.out_name] if len(ranges) == 1 else [
-                f"{pair.out_name}.part{k}" for k in range(len(ranges))]
-            tasks.append([(rel, pool.submit(_compile_one, (pair, data_dir, mode, staging,
-                                                           writer.shown, spans, rows, rel,
-                                                           strict)))
-                          for rel, rows in zip(names, ranges, strict=True)])
-        try:
-            for i, (pair, parts) in enumerate(zip(pairs, tasks, strict=True)):
-                if progress:
-                    progress(i, len(pairs), pair)
-                results = [fut.result() for _, fut in parts]  # the first failing range raises
-                count, over = sum(r[0] for r in results), sum(r[2] for r in results)
-                if len(parts) == 1:
-                    digest = results[0][1]
-                else:
-                    digest = _join(staging, pair.out_name, [rel for rel, _ in parts],
-                                   shown=f"{writer.shown}/{pair.out_name}")
-                writer.adopt(pair.out_name)
-                counts = _Counts()
-                counts.count, counts.over_limit = count, over
-                outputs[pair.out_name] = counts.entry(pair, digest)
-        except BaseException:
-            stop_workers(pool, [fut for parts in tasks for _, fut in parts])
-            raise
+    split = [_row_ranges(pair, data_dir, mode, jobs, spans) for pair in pairs]
+    for key, (_, prepared) in enumerate(split):
+        if prepared is not None:
+            _PREPARED[key] = prepared
+    pool_tasks = sum(len(ranges) - (len(ranges) > 1) for ranges, _ in split)
+    workers = max(1, min(jobs if len(pairs) > 1 else jobs - 1, pool_tasks))
+    tasks: list[list[tuple[str, Any]]] = []
+    try:
+        with ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
+                                 initargs=(os.getpid(),)) as pool:
+            try:
+                for key, (pair, (ranges, _)) in enumerate(zip(pairs, split, strict=True)):
+                    if len(ranges) == 1:
+                        one = (pair, data_dir, mode, staging, writer.shown, spans, None,
+                               pair.out_name, strict)
+                        tasks.append([(pair.out_name, pool.submit(_compile_one, one))])
+                        continue
+                    named = [(f"{pair.out_name}.part{k}", rows) for k, rows in enumerate(ranges)]
+                    tasks.append([(rel, pool.submit(_compile_range, (key, (
+                        pair, data_dir, mode, staging, writer.shown, spans, rows, rel, strict))))
+                        for rel, rows in named[1:]])
+                for key, (pair, parts) in enumerate(zip(pairs, tasks, strict=True)):
+                    if progress:
+                        progress(key, len(pairs), pair)
+                    ranges = split[key][0]
+                    if len(ranges) == 1:
+                        count, digest, over = parts[0][1].result()
+                    else:
+                        count, digest, over = _join(pair, key, ranges[0], parts, data_dir,
+                                                     mode, staging, writer.shown, spans, strict)
+                    writer.adopt(pair.out_name)
+                    counts = _Counts()
+                    counts.count, counts.over_limit = count, over
+                    outputs[pair.out_name] = counts.entry(pair, digest)
+            except BaseException:
+                stop_workers(pool, [fut for parts in tasks for _, fut in parts])
+                raise
+    finally:
+        _PREPARED.clear()
 
 
-def _join(staging: Path, rel: str, parts: list[str], *, shown: str) -> str:
-    """Concatenate part files into ``rel`` (deleting them); the sha256 of the result."""
-    h = hashlib.sha256()
-    with _os(f"write {shown}"), (staging / rel).open("wb") as out:
-        for part in parts:
-            with (staging / part).open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):  # noqa: B023
-                    h.update(chunk)
-                    out.write(chunk)
-            (staging / part).unlink()
-    return h.hexdigest()
+def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]],
+          data_dir: Path | None, mode: str, staging: Path, shown: str, spans: bool,
+          strict: bool) -> tuple[int, str, int]:
+    """A split pair's file: its first range compiled here, then the workers' parts appended
+    in order (deleted once appended); (lines, sha256, lines over the limit)."""
+    counts = _Counts()
+    out = BlockFile(staging / pair.out_name, shown=f"{shown}/{pair.out_name}")
+    try:
+        prepared = _PREPARED.get(key)
+        if prepared is not None:
+            blocks = _prepared_lines(pair, prepared, first, counts)
+        else:
+            blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
+                                rows=first, strict=strict)
+        for block in blocks:
+            out.write(block)
+        count, over = counts.count, counts.over_limit
+        for rel, fut in parts:
+            n, _, n_over = fut.result()  # the first failing range raises
+            count, over = count + n, over + n_over
+            out.append(staging / rel)
+    except BaseException:
+        out.abort()
+        raise
+    return count, out.close(), over

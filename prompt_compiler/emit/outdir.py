@@ -31,7 +31,6 @@ import contextlib
 import ctypes
 import hashlib
 import json
-import mmap
 import os
 import queue
 import re
@@ -125,11 +124,12 @@ class BlockFile:
     A helper thread writes and hashes the blocks while the caller builds the next ones
     (both release the GIL on large buffers), so a second core does that part. Whole files
     can be appended too (:meth:`append`, the parts of a pair split across processes): the
-    kernel copies them and the thread hashes them from a memory map.
+    kernel copies them and the thread hashes them.
     """
 
-    def __init__(self, path: Path, *, shown: str) -> None:
+    def __init__(self, path: Path, *, shown: str, digest: bool = True) -> None:
         self.shown = shown
+        self._digest = digest
         with _os(f"write {shown}"):
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -150,12 +150,13 @@ class BlockFile:
         self._queue.put(part)
 
     def close(self) -> str:
-        """Write what is queued, close the file and return its sha256."""
+        """Write what is queued, close the file and return its sha256 (``""`` when the
+        file was made with ``digest=False``)."""
         self._finish()
         with _os(f"write {self.shown}"):
             self._check()
             os.close(self._fd)
-        return self._hash.hexdigest()
+        return self._hash.hexdigest() if self._digest else ""
 
     def abort(self) -> None:
         """Stop writing (the file is left as it is, for the caller to remove)."""
@@ -184,17 +185,19 @@ class BlockFile:
                     self._append(item)
                 else:
                     _write_all(self._fd, item)
-                    self._hash.update(item)
+                    if self._digest:
+                        self._hash.update(item)
             except BaseException as exc:  # raised in the caller's thread by _check()
                 self._failed.append(exc)
 
     def _append(self, part: Path) -> None:
-        with part.open("rb") as fh:
+        with part.open("rb", buffering=0) as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size:
-                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                    self._hash.update(view)
-                    _copy(fh.fileno(), self._fd, size, view)
+            if self._digest:  # read through a small buffer: a memory map would count as RSS
+                buf = memoryview(bytearray(1 << 20))
+                while n := fh.readinto(buf):
+                    self._hash.update(buf[:n])
+            _copy(fh.fileno(), self._fd, size)
         part.unlink()
 
 
@@ -204,8 +207,8 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view):]
 
 
-def _copy(src: int, dst: int, size: int, data: Any) -> None:
-    """Append ``size`` bytes of ``src`` (from its start) to ``dst``: in the kernel where it can."""
+def _copy(src: int, dst: int, size: int) -> None:
+    """Append the first ``size`` bytes of ``src`` to ``dst``: in the kernel where it can."""
     copied = 0
     try:
         while copied < size:
@@ -215,8 +218,12 @@ def _copy(src: int, dst: int, size: int, data: Any) -> None:
             copied += n
     except (AttributeError, OSError):  # no copy_file_range here (or not between these files)
         pass
-    if copied < size:
-        _write_all(dst, memoryview(data)[copied:size])
+    while copied < size:
+        data = os.pread(src, min(size - copied, 1 << 20), copied)
+        if not data:
+            raise OSError(f"the part file ended at byte {copied} of {size}")
+        _write_all(dst, data)
+        copied += len(data)
 
 
 # --- swapping two folders ------------------------------------------------------------------
