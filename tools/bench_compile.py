@@ -2,7 +2,8 @@
 """Benchmark: the whole ``compile-prompts`` process on two OpenCompass-shaped jobs.
 
     python tools/bench_compile.py [--rows 50000] [--ppl-rows 15000] [--modes default,compat]
-                                  [--jobs 1] [--memory-rows 1000000] [--only gen,ppl,memory]
+                                  [--jobs 1] [--memory-rows 1000000]
+                                  [--only startup,gen,ppl,memory]
 
 Writes, into a temporary folder, a dataset config in the shape of OpenCompass's
 ``mmlu/mmlu_gen_4d595a.py`` (5-shot FixK, a dict ICE template, ``</E>`` in ``begin``), one in
@@ -13,6 +14,10 @@ runs as ``python -m prompt_compiler CONFIG --model MODEL --data-dir DATA -o OUT 
 subprocess; the figures cover everything (interpreter start, config, reading JSONL, writing JSONL
 and the manifest). Peak RSS is the child's ``ru_maxrss`` (``os.wait4``).
 
+The start-up runs measure the fixed cost of a run (interpreter start, imports, loading the
+configs, the output folder and manifest): the gen job on a dataset of one test row, and with
+``--limit 1`` on the ``--rows`` dataset (which also indexes and hashes that file); each is the
+best of three runs.
 The memory run compiles a ``--memory-rows`` gen dataset 0-shot and 5-shot.
 The configs are written by hand for this benchmark; no OpenCompass file is copied.
 """
@@ -199,7 +204,8 @@ def main() -> None:
     ap.add_argument("--memory-rows", type=int, default=1_000_000, help="rows of the memory run")
     ap.add_argument("--modes", default="default,compat")
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--only", default="gen,ppl,memory", help="which runs: gen, ppl, memory")
+    ap.add_argument("--only", default="startup,gen,ppl,memory",
+                    help="which runs: startup, gen, ppl, memory")
     args = ap.parse_args()
     runs = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bench_compile.") as tmp:
@@ -218,6 +224,16 @@ def main() -> None:
         cli = [sys.executable, "-m", "prompt_compiler"]
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
               f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        if "startup" in runs:
+            _write_rows(root / "tiny" / mmlu / "dev.jsonl", 5, "input", "target")
+            _write_rows(root / "tiny" / mmlu / "test.jsonl", 1, "input", "target")
+            for label, data, extra in (("1-row dataset", "tiny", []),
+                                       (f"--limit 1 of {args.rows} rows", "data", ["--limit", "1"])):
+                best = min(_run([*cli, "mmlu_gen.py", "--model", "model.py", "--data-dir", data,
+                                 "-o", str(root / "out_startup"), *extra], root)
+                           for _ in range(3))
+                print(f"{'startup':<6} [default] {label:<28} {best[0]:6.3f} s wall | cpu "
+                      f"{best[1]:6.3f} s | peak RSS {best[2]:6.1f} MiB  (best of 3)")
         jobs = [("gen", "mmlu_gen.py", args.rows, "data"),
                 ("ppl", "ceval_ppl.py", args.ppl_rows, "data")]
         for name, config, rows, data in jobs:
