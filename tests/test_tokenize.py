@@ -248,3 +248,36 @@ def test_a_folders_chat_template_jinja_wins_as_in_transformers(tmp_path: Path) -
     only_file = load_tokenizer(str(folder / "tokenizer.json"))
     assert only_file.chat_template is not None
     assert only_file.chat_template.render([{"role": "user", "content": "hi"}]) == "<|user|> hi "
+
+
+@needs_tokenizers
+@pytest.mark.parametrize("kind", ["yaml", "py"])
+def test_a_relative_tokenizer_is_found_beside_the_config_from_any_folder(
+        tmp_path: Path, kind: str) -> None:
+    # Like chat_template: relative to the config's folder (then the working directory); the
+    # files it reads are inputs of the manifest.
+    from _cli import run_cli
+
+    _train(tmp_path / "cfg" / "tok", config={"bos_token": "<s>"})
+    model = {"abbr": "base", "type": "HuggingFaceCausalLM", "meta_template": None,
+             "max_seq_len": 44, "tokenizer": "tok"}
+    suite = {"datasets": [_dataset()], "models": [model]}
+    config = tmp_path / "cfg" / f"suite.{kind}"
+    if kind == "yaml":
+        config.write_text(json.dumps(suite), encoding="utf-8")  # JSON is YAML
+    else:
+        config.write_text(f"datasets = {_dataset()!r}\nmodels = [{model!r}]\n".replace(
+            "datasets = {", "datasets = [{").replace("}}\nmodels", "}}]\nmodels"),
+            encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    proc = run_cli(config, "-o", tmp_path / "out", cwd=tmp_path / "elsewhere")
+    assert proc.returncode == 0, proc.stderr
+    lines = (tmp_path / "out" / "base" / "colours.jsonl").read_text(encoding="utf-8")
+    records = [json.loads(line) for line in lines.splitlines()]
+    # hand counts as in test_max_seq_len_drops_the_examples_opencompass_drops
+    assert [(r["ice_ids"], r.get("dropped_ice_ids"), r.get("token_len_before"),
+             r.get("token_len_after")) for r in records] == [
+        ([0, 1, 2], None, None, None), ([0, 1], [2], 51, 41)]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    inputs = sorted(Path(i["path"]).as_posix() for i in manifest["inputs"])
+    assert inputs == [f"suite.{kind}", "tok/tokenizer.json", "tok/tokenizer_config.json"]

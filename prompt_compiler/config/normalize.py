@@ -298,6 +298,10 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         else None
     if template_file is not None:
         files.append(str(template_file))
+    if isinstance(spec.get("tokenizer"), str):
+        spec["tokenizer"], tokenizer_files = _tokenizer_source(spec["tokenizer"],
+                                                               Path(config_path).parent)
+        files += tokenizer_files
     if entry.get("chat_template") is not None:
         spec["chat_template"] = _chat_template_source(
             entry["chat_template"], Path(config_path).parent, f"{key_path}.chat_template", where)
@@ -306,6 +310,32 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     _check_model(spec, key_path, where)
     return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
                        files=tuple(files))
+
+
+# What a tokenizer folder contributes to a count (prompt_compiler.model.tokenize reads these).
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "chat_template.jinja", "chat_template.json")
+
+
+def _tokenizer_source(value: str, config_dir: Path) -> tuple[str, list[str]]:
+    """A tokenizer path resolved against the config's folder, then the working directory
+    (as ``chat_template``), plus the files it reads for the manifest; a counter name, a
+    tiktoken name or a missing path is left as written (the loader reports it)."""
+    from ..compiler import Compiler
+
+    if value.startswith("tiktoken:") or value in Compiler().token_counters:
+        return value, []
+    path = Path(value).expanduser()
+    for candidate in ([path] if path.is_absolute() else [config_dir / path, path]):
+        if candidate.exists():
+            found = candidate.resolve()
+            folder = found if found.is_dir() else found.parent
+            files = [str(folder / name) for name in _TOKENIZER_FILES
+                     if (folder / name).is_file()]
+            if found.is_file() and str(found) not in files:
+                files.insert(0, str(found))
+            return str(found), files
+    return value, []
 
 
 def _is_template_text(value: str) -> bool:
