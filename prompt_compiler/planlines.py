@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -32,6 +33,7 @@ from .data.reader import iter_rows
 from .emit.records import record_bytes, record_json
 from .model.spec import whitespace_tokens
 from .plan import Plan, _Plans, supports
+from .retrieve.basic import Repeated
 
 __all__ = ["Lines", "plannable"]
 
@@ -77,6 +79,8 @@ class _Shape:
     budget: int
     """The longest filled ``rest`` whose prompt surely fits ``max_seq_len`` whitespace words
     (a word takes a character and a space at least); -1: count every row."""
+    values: Callable[[Mapping[str, Any]], tuple[Any, ...]]
+    """A row's slot values, in slot order."""
 
 
 def _shape(plan: Plan, head: bytes, limit: int | None, counter: Any) -> _Shape:
@@ -84,7 +88,25 @@ def _shape(plan: Plan, head: bytes, limit: int | None, counter: Any) -> _Shape:
     rest = "%s".join(["", *(s.replace("%", "%%") for s in plan.literals[1:])])
     budget = 2 * limit - len(first) if limit is not None and counter is whitespace_tokens else -1
     return _Shape(plan, head + orjson.dumps(first)[:-1], hashlib.sha256(first.encode()), rest,
-                  budget)
+                  budget, _getter(plan.columns))
+
+
+_GETTERS: dict[tuple[str, ...], Callable[[Mapping[str, Any]], tuple[Any, ...]]] = {}
+
+
+def _getter(columns: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """One function per column tuple (shapes compare it by identity)."""
+    found = _GETTERS.get(columns)
+    if found is None:
+        if len(columns) > 1:
+            found = itemgetter(*columns)
+        elif columns:
+            one = itemgetter(columns[0])
+            found = lambda row: (one(row),)  # noqa: E731
+        else:
+            found = lambda row: ()  # noqa: E731
+        _GETTERS[columns] = found
+    return found
 
 
 _SHA = b', "prompt_sha256": "'
@@ -160,6 +182,7 @@ class Lines:
         else:
             source = iter_rows(job.rows.test, span.start, span.stop)
         tick = self.tick
+        same = retrieved.ids if isinstance(retrieved, Repeated) else None  # FixK, Zero
         last_ids: Any = None
         shapes: list[_Shape] | None = None
         block: list[bytes] = []
@@ -167,8 +190,8 @@ class Lines:
         for index in span:
             job.row = index  # an error reading the row names it
             row = next(source)
-            ids = retrieved[index]
-            if ids != last_ids or shapes is None:
+            ids = retrieved[index] if same is None else same
+            if shapes is None or ids is not same and ids != last_ids:
                 last_ids, shapes = ids, self._shapes(ids, row)
             pieces = None if shapes is None else self._fast(shapes, index, row)
             if pieces is not None and shapes is not None:
@@ -197,17 +220,18 @@ class Lines:
               ) -> list[bytes] | None:
         """The pieces of one row's lines, or None when the generic path must build them."""
         try:
-            columns = shapes[0].plan.columns
-            values = tuple([str(row[c]) for c in columns])
+            first = shapes[0]
+            values = first.values(row)  # "%s" formats each value as str() does
             col = self.gold
-            tail = b'", "gold": ' + _json(None if col is None else row.get(col)) + b"}\n"
-            head = self.prefix + str(index).encode()
+            gold = None if col is None else row.get(col)
+            tail = b'", "gold": ' + (orjson.dumps(gold) if type(gold) is str else _json(gold)
+                                     ) + b"}\n"
+            head = self.prefix + b"%d" % index
             compat, limit = self.compat, self.limit
             out: list[bytes] = []
             for shape in shapes:
-                if shape.plan.columns != columns:
-                    columns = shape.plan.columns
-                    values = tuple([str(row[c]) for c in columns])
+                if shape.values is not first.values:
+                    values = shape.values(row)
                 rest = shape.rest % values
                 if compat and ("{" in rest or "}" in rest):
                     return None  # OpenCompass re-fills values holding braces (D1)
@@ -222,11 +246,11 @@ class Lines:
         except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError):
             return None  # text with no UTF-8 form, NaN: the generic path names it
 
-    def _within(self, shape: _Shape, values: Sequence[str], rest: str, limit: int) -> bool:
+    def _within(self, shape: _Shape, values: Sequence[Any], rest: str, limit: int) -> bool:
         """The prompt's tokens are at most ``limit``."""
         count = self.count_tokens
         if count is whitespace_tokens:
-            return shape.plan.count_words(values) <= limit
+            return shape.plan.count_words([str(v) for v in values]) <= limit
         return count(shape.plan.literals[0] + rest) <= limit
 
     def _generic(self, index: int, ids: Sequence[int]) -> list[bytes]:
