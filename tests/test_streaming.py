@@ -223,3 +223,52 @@ def test_the_line_index_finds_each_non_blank_line(tmp_path_factory, lines, newli
         sources._CHUNK = saved
     assert (list(rows._starts), list(rows._ends), rows._blank_lines) == (
         want_starts, want_ends, blank)
+
+
+def uneven_row(i: int) -> dict[str, str]:
+    """Rows of very different lengths; some hold braces (compat re-fills them), some are long
+    enough to pass max_seq_len=60 words (examples dropped, or still over the limit)."""
+    words = " ".join(f"w{k}" for k in range((i * 37) % 90))
+    return {"input": f"q{i} {words}" + (" {B}" if i % 11 == 0 else ""), "A": f"a{i}",
+            "B": "é" * (i % 5), "target": "AB"[i % 2]}
+
+
+@pytest.mark.parametrize("config", ["mmlu_gen.py", "ceval_ppl.py"])
+def test_jobs_2_and_3_agree_with_jobs_1_on_uneven_rows(project: Path, config: str) -> None:
+    (project / "model.py").write_text(MODEL.replace("max_seq_len=2048", "max_seq_len=60"),
+                                      encoding="utf-8")
+    rows = [json.dumps(uneven_row(i), ensure_ascii=False) for i in range(6_500)]
+    rows[3000] += "\n   "  # a blank line inside a range
+    text = "\n".join(rows) + "\n"
+    (project / "data" / "mmlu-tiny" / "test.jsonl").write_text(text, "utf-8")
+    (project / "data" / "ceval-tiny" / "val.jsonl").write_text(text, "utf-8")
+    for mode in ("default", "compat"):
+        outs = {}
+        for jobs in ("1", "2", "3") if mode == "default" else ("1", "2"):
+            out = project / f"out{jobs}"
+            proc = cli(config, "--model", "model.py", "--data-dir", "data", "-o", str(out),
+                       "--jobs", jobs, "--mode", mode, cwd=project)
+            assert proc.returncode == 0, proc.stderr
+            manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+            data = next(out.rglob("*.jsonl")).read_bytes()
+            outs[jobs] = (data, manifest["outputs"], sorted(p.name for p in out.rglob("*")))
+        assert all(out == outs["1"] for out in outs.values())
+        entry = next(iter(outs["1"][1].values()))
+        assert entry["over_limit"] > 0  # rows still over the limit are counted in every part
+        assert entry["records"] == 6_500 * (1 if config == "mmlu_gen.py" else 2)
+
+
+def test_a_malformed_line_in_a_later_range_fails_as_with_one_job(project: Path) -> None:
+    rows = [json.dumps(mmlu_row(i)) for i in range(6_000)]
+    rows[5_000] = '{"input": "broken",'
+    (project / "data" / "mmlu-tiny" / "test.jsonl").write_text("\n".join(rows) + "\n", "utf-8")
+    errors = set()
+    for jobs in ("1", "2"):
+        proc = cli("mmlu_gen.py", "--model", "model.py", "--data-dir", "data", "-o", "out",
+                   "--jobs", jobs, cwd=project)
+        assert proc.returncode == 1
+        errors.add(proc.stderr)
+        assert not (project / "out").exists()
+        assert not [p for p in project.iterdir() if "compile-prompts" in p.name]
+    assert len(errors) == 1
+    assert "row 5000: data/mmlu-tiny/test.jsonl: line 5001: malformed JSON" in errors.pop()
