@@ -19,6 +19,8 @@ Bytes of a line (:func:`record_bytes`): the object in the key order above, as Py
 non-ASCII as UTF-8, control characters as ``\\n``/``\\u001f`` escapes), then ``\\n``. Strings
 are encoded with orjson, whose escaping is identical. Text that is not valid Unicode
 (a lone surrogate) cannot be written as UTF-8 and is a :class:`~.errors.DataError`.
+The CLI builds the same bytes for planned gen and ppl jobs without Record objects
+(:mod:`prompt_compiler.planlines`).
 """
 
 from __future__ import annotations
