@@ -46,13 +46,13 @@ def test_extra_kwargs_are_variables_and_override_special_tokens() -> None:
         "{{ bos_token }}|{{ 'think' if enable_thinking else 'fast' }}|{{ missing }}|",
         special_tokens={"bos_token": "<s>"},
     )
-    assert tpl.render([], enable_thinking=False) == "<s>|fast||"
-    assert tpl.render([], bos_token="<B>", enable_thinking=True) == "<B>|think||"
+    assert tpl.render(CHAT, enable_thinking=False) == "<s>|fast||"
+    assert tpl.render(CHAT, bos_token="<B>", enable_thinking=True) == "<B>|think||"
 
 
 def test_trim_and_lstrip_blocks_like_transformers() -> None:
     tpl = ChatTemplate.from_string("a\n  {% if true %}\nb\n  {% endif %}\nc")
-    assert tpl.render([]) == "a\nb\nc"
+    assert tpl.render(CHAT) == "a\nb\nc"
 
 
 def test_loop_controls_and_generation_block() -> None:
@@ -73,7 +73,7 @@ def test_tojson_keeps_non_ascii_and_follows_json_dumps_options() -> None:
         "{{ tools[0] | tojson(ensure_ascii=true) }}"
     )
     tool = {"name": "météo", "z": "<b>&'x'</b>", "a": [1, None]}
-    out = tpl.render([], tools=[tool]).split("\n", 1)
+    out = tpl.render(CHAT, tools=[tool]).split("\n", 1)
     assert out[0] == '{"name": "météo", "z": "<b>&\'x\'</b>", "a": [1, null]}'
     assert out[1] == "\n".join([
         json.dumps(tool, ensure_ascii=False, indent=2),
@@ -87,12 +87,12 @@ def test_tools_and_documents_are_passed_and_checked() -> None:
         "{{ tools is none }}|{{ documents is none }}|"
         "{% for d in documents or [] %}{{ d.title }}{% endfor %}"
     )
-    assert tpl.render([]) == "True|True|"
-    assert tpl.render([], tools=[], documents=[{"title": "T", "text": "x"}]) == "False|False|T"
+    assert tpl.render(CHAT) == "True|True|"
+    assert tpl.render(CHAT, tools=[], documents=[{"title": "T", "text": "x"}]) == "False|False|T"
     with pytest.raises(ConfigError, match=r"tools\[0\]"):
-        tpl.render([], tools=["get_weather"])  # type: ignore[list-item]
+        tpl.render(CHAT, tools=["get_weather"])  # type: ignore[list-item]
     with pytest.raises(RenderError, match=r"documents\[0\]"):
-        tpl.render([], documents=["plain text"])  # type: ignore[list-item]
+        tpl.render(CHAT, documents=["plain text"])  # type: ignore[list-item]
 
 
 # --------------------------------------------------------------------- errors
@@ -128,7 +128,7 @@ def test_template_runtime_failure_is_a_render_error_with_jinja_wording() -> None
 def test_sandbox_blocks_mutation() -> None:
     tpl = ChatTemplate.from_string("{{ messages.append(1) }}")
     with pytest.raises(RenderError) as info:
-        tpl.render([])
+        tpl.render(CHAT)
     assert info.value.reference is not None and info.value.reference[0] == "SecurityError"
 
 
@@ -189,10 +189,10 @@ def test_continue_final_message_errors() -> None:
 def test_strftime_now_pinned_and_real() -> None:
     text = "{{ strftime_now('%d %b %Y') }}"
     pinned = ChatTemplate.from_string(text, now=datetime(2024, 7, 26, 9, 30))
-    assert pinned.render([]) == "26 Jul 2024"
-    assert pinned.with_now(datetime(2025, 1, 2)).render([]) == "02 Jan 2025"
+    assert pinned.render(CHAT) == "26 Jul 2024"
+    assert pinned.with_now(datetime(2025, 1, 2)).render(CHAT) == "02 Jan 2025"
     before = datetime.now().strftime("%d %b %Y")
-    real = ChatTemplate.from_string(text).render([])
+    real = ChatTemplate.from_string(text).render(CHAT)
     assert real in {before, datetime.now().strftime("%d %b %Y")}
 
 
@@ -247,11 +247,8 @@ def test_tokenizer_config_string_template_and_token_dicts(tmp_path: Path) -> Non
     path = tmp_path / "tokenizer_config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     tpl = ChatTemplate.load(path)
-    assert dict(tpl.special_tokens) == {
-        "bos_token": "<|begin|>",
-        "eos_token": "<|end|>",
-        "additional_special_tokens": ["<x>", "<y>"],
-    }
+    # transformers 5 does not give the template additional_special_tokens (a plain list).
+    assert dict(tpl.special_tokens) == {"bos_token": "<|begin|>", "eos_token": "<|end|>"}
     assert tpl.render(CHAT[:1]).startswith("<|begin|><|im_start|>user")
 
 
@@ -318,8 +315,8 @@ def test_model_folder_lookup_order(tmp_path: Path) -> None:
     (extra / "tool_use.jinja").write_text("tools {{ eos_token }}", encoding="utf-8")
     tpl = ChatTemplate.load(str(tmp_path))
     assert tpl.origin == str(tmp_path / "chat_template.jinja")
-    assert tpl.render([]) == "jinja <s>"
-    assert tpl.render([], tools=[]) == "tools <eos>"
+    assert tpl.render(CHAT) == "jinja <s>"
+    assert tpl.render(CHAT, tools=[]) == "tools <eos>"
     assert sorted(tpl.alternates) == ["default", "tool_use"]
 
 
@@ -340,7 +337,8 @@ _PIECES = [*"ab {}%#-+'\"\n\té中🙂", "{{ x }}", "{% if %}", "{{ raise_except
 _TEXT = st.lists(st.sampled_from(_PIECES), max_size=8).map("".join)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["user", "assistant", "system"]), _TEXT), max_size=5))
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant", "system"]), _TEXT),
+               min_size=1, max_size=5))
 def test_contents_are_never_interpreted_and_rendering_is_deterministic(
     pairs: list[tuple[str, str]],
 ) -> None:
@@ -414,19 +412,19 @@ def test_continue_final_message_on_a_reasoning_field_continues_every_copy() -> N
 def test_dict_global_is_transformers_restricted_callable() -> None:
     tpl = ChatTemplate.from_string(
         "{{ dict(a=1)['a'] }} {{ dict.fromkeys(['x', 'y'], 0) | tojson }}")
-    assert tpl.render([]) == '1 {"x": 0, "y": 0}'
+    assert tpl.render(CHAT) == '1 {"x": 0, "y": 0}'
     with pytest.raises(RenderError, match="items"):
-        ChatTemplate.from_string("{{ dict.items }}x{{ dict.items() }}").render([])
+        ChatTemplate.from_string("{{ dict.items }}x{{ dict.items() }}").render(CHAT)
 
 
 def test_namespace_refuses_private_attributes() -> None:
     ok = ChatTemplate.from_string(
         "{% set ns = namespace(n=1) %}{% set ns.n = ns.n + 1 %}{{ ns.n }}")
-    assert ok.render([]) == "2"
+    assert ok.render(CHAT) == "2"
     for text in ("{% set ns = namespace(_x=1) %}{{ ns._x }}",
                  "{% set ns = namespace() %}{% set ns._x = 1 %}x"):
         with pytest.raises(RenderError, match="underscore-prefixed attribute '_x'") as info:
-            ChatTemplate.from_string(text).render([])
+            ChatTemplate.from_string(text).render(CHAT)
         assert info.value.reference is not None and info.value.reference[0] == "SecurityError"
 
 
@@ -439,3 +437,97 @@ def test_message_values_are_plain_data() -> None:
                                    "{{ messages[0].content.shout is defined }}")
     assert tpl.render([{"role": "user", "content": Text("hi"), "extra": object()}]) == (
         "hi|<object>|False")
+
+
+def test_an_empty_conversation_is_refused() -> None:
+    # transformers: "Cannot apply chat template to an empty conversation".
+    tpl = ChatTemplate.from_string("{{ bos_token }}{{ messages | length }}",
+                                   special_tokens={"bos_token": "<s>"})
+    assert tpl.render(CHAT[:1]) == "<s>1"
+    for empty in ([], ()):
+        with pytest.raises(DataError, match="at least one message") as info:
+            tpl.render(empty)
+        assert info.value.key_path == "messages"
+
+
+def test_a_message_that_is_not_a_dict_is_refused() -> None:
+    tpl = ChatTemplate.from_string("{% for m in messages %}{{ m }}{% endfor %}")
+    with pytest.raises(DataError, match=r"messages\[1\] must be a message dict.*got str"):
+        tpl.render([{"role": "user", "content": "a"}, "just text"])  # type: ignore[list-item]
+    with pytest.raises(DataError, match=r"messages\[0\].*got list"):
+        tpl.render([[{"role": "user", "content": "a"}]])  # type: ignore[list-item]
+
+
+def test_none_is_dropped_at_the_top_level_only() -> None:
+    tpl = ChatTemplate.from_string(
+        "{% for m in messages %}{{ m | tojson }};{% endfor %}")
+    chat = [{"role": "user", "name": None,
+             "content": [{"type": "text", "text": "x", "image": None}]}]
+    assert tpl.render(chat) == (
+        '{"role": "user", "content": [{"type": "text", "text": "x", "image": null}]};')
+
+
+def test_dataclasses_and_pydantic_style_models_become_dicts() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Part:
+        type: str
+        text: str
+        image: object = None
+
+    class Model:  # pydantic's model_dump protocol, without pydantic
+        def model_dump(self) -> dict[str, object]:
+            return {"type": "text", "text": "dumped"}
+
+    tpl = ChatTemplate.from_string(
+        "{% for p in messages[0].content %}{{ p.type }}:{{ p.text }}:{{ p.image }};{% endfor %}")
+    chat = [{"role": "user", "content": [Part("text", "hi", object()), Model()]}]
+    assert tpl.render(chat) == "text:hi:<object>;text:dumped:;"
+
+
+def test_continue_final_message_on_thinking_tags_every_reasoning_copy() -> None:
+    # The message has reasoning under `thinking` only; continuing "thinking" must also cut a
+    # template that prints reasoning_content (the aliased copy).
+    tpl = ChatTemplate.from_string(
+        "{% for m in messages %}<{{ m.role }}>"
+        "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}"
+        "{{ m.content }}</{{ m.role }}>{% endfor %}")
+    chat = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "thinking": "First,"}]
+    assert tpl.render(chat, continue_final_message="thinking") == (
+        "<user>q</user><assistant><think>First,")
+
+
+def test_tokenizer_config_tokens_as_transformers_5_exposes_them(tmp_path: Path) -> None:
+    # Hand-checked with transformers 5.23 (AutoTokenizer.from_pretrained on such a folder).
+    template = ("B={{ bos_token }} E={{ eos_token }} P={{ pad_token }} I={{ image_token }} "
+                "O={{ boi_token }} F={{ foo_token }} V={{ vid_token }} "
+                "A={{ additional_special_tokens }} X={{ extra_special_tokens }}|")
+    config = {
+        "chat_template": template, "bos_token": "<s>", "eos_token": "</s>",
+        "image_token": "<img>",                                   # any *_token string
+        "boi_token": {"__type": "AddedToken", "content": "<boi>"},  # an AddedToken dict
+        "foo_token": {"content": "<foo>"},                        # not an AddedToken: ignored
+        "add_bos_token": True,                                    # not a token
+        "additional_special_tokens": ["<a1>"],                    # a list: not a variable
+    }
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    chat = [{"role": "user", "content": "hi"}]
+    assert ChatTemplate.load(tmp_path).render(chat) == (
+        "B=<s> E=</s> P= I=<img> O=<boi> F= V= A= X=|")
+
+    config["extra_special_tokens"] = {"image_token": "<IMG3>", "vid_token": "<v>"}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert ChatTemplate.load(tmp_path).render(chat) == (
+        "B=<s> E=</s> P= I=<IMG3> O=<boi> F= V=<v> A= X=|")
+
+    # special_tokens_map.json: its named tokens win, its other *_token keys only fill gaps.
+    del config["extra_special_tokens"]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps({
+        "eos_token": {"content": "<E2>", "lstrip": False}, "pad_token": "<pad>",
+        "image_token": "<IMG2>", "foo_token": {"content": "<foo2>"},
+        "additional_special_tokens": ["<a2>"]}), encoding="utf-8")
+    assert ChatTemplate.load(tmp_path).render(chat) == (
+        "B=<s> E=<E2> P=<pad> I=<img> O=<boi> F=<foo2> V= A= X=|")

@@ -4,8 +4,10 @@ transformers 5.x does more than hand the messages to Jinja2, and templates depen
 
 * keys whose value is ``None`` are dropped from every message (an API's ``content=None``
   or ``tool_calls=None`` must look like a missing key, not render as ``None``);
+* an empty conversation, or a message that is not a dict, is refused;
 * everything the template sees is rebuilt from plain JSON types (a ``str`` subclass
-  becomes a ``str``, a mapping a ``dict``, an unknown object the text ``<TypeName>``);
+  becomes a ``str``, a mapping, dataclass or pydantic model a ``dict``, an unknown object
+  the text ``<TypeName>``);
 * a message carrying its reasoning as ``reasoning_content``, ``thinking`` or
   ``reasoning`` gets both ``thinking`` and ``reasoning_content`` (templates of different
   families read different names);
@@ -17,11 +19,14 @@ transformers 5.x does more than hand the messages to Jinja2, and templates depen
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2.exceptions
 import jinja2.utils
+
+from ..errors import DataError
 
 __all__ = ["REASONING_FIELDS", "TemplateDict", "TemplateNamespace", "plain", "prepare_messages",
            "template_globals"]
@@ -34,7 +39,8 @@ def plain(value: Any) -> Any:
     """``value`` rebuilt from JSON types: what a template may safely see.
 
     Scalars keep their value but lose subclass methods; mappings become dicts, lists stay
-    lists and tuples tuples; any other object becomes the inert text ``<TypeName>``.
+    lists and tuples tuples; dataclass instances and pydantic models become dicts of their
+    fields; any other object becomes the inert text ``<TypeName>``.
     """
     if value is None or type(value) in (str, int, float, bool):
         return value
@@ -53,6 +59,12 @@ def plain(value: Any) -> Any:
     item = getattr(value, "item", None)
     if callable(item) and type(value).__module__ == "numpy":  # a NumPy scalar
         return plain(item())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # One level at a time, so large arrays inside are never deep-copied.
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # a pydantic model: its own plain-data view
+        return plain(dump())
     return f"<{type(value).__name__}>"
 
 
@@ -70,14 +82,24 @@ def _alias_reasoning(message: Any) -> Any:
 def prepare_messages(messages: Sequence[Any]) -> list[Any]:
     """A fresh copy of ``messages`` as transformers passes it to the template.
 
-    Keys with ``None`` values are dropped, values are made plain, reasoning is aliased.
-    Non-dict messages are kept as they are (the caller reports them).
+    Keys with ``None`` values are dropped (top level only), values are made plain,
+    reasoning is aliased.
+
+    Raises:
+        DataError: The conversation is empty, or a message is not a dict.
     """
+    if not messages:
+        # transformers refuses an empty conversation before it renders anything.
+        raise DataError("a chat needs at least one message; the conversation is empty",
+                        key_path="messages")
     out = []
-    for message in messages:
-        if isinstance(message, Mapping):
-            message = {k: v for k, v in message.items() if v is not None}
-        out.append(_alias_reasoning(plain(message)))
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise DataError(
+                f"messages[{i}] must be a message dict ({{\"role\": ..., \"content\": ...}}), "
+                f"got {type(message).__name__}", key_path=f"messages[{i}]")
+        kept = {k: v for k, v in message.items() if v is not None}
+        out.append(_alias_reasoning(plain(kept)))
     return out
 
 

@@ -261,7 +261,10 @@ class ChatTemplate:
         tokens = special_tokens_from_config(config, str(config_file))
         map_file = folder / "special_tokens_map.json"
         if map_file.is_file():
-            tokens.update(special_tokens_from_config(_read_json_object(map_file), str(map_file)))
+            token_map = _read_json_object(map_file)
+            tokens = merge_tokens_map(
+                tokens, special_tokens_from_config(token_map, str(map_file), tokens_map=True),
+                token_map.get("extra_special_tokens"))
         tokens.update(special_tokens or {})
 
         jinja_file, json_file = folder / "chat_template.jinja", folder / "chat_template.json"
@@ -532,34 +535,53 @@ class ChatTemplate:
 
 
 def special_tokens_from_config(
-    config: Mapping[str, Any], origin: str | None = None
+    config: Mapping[str, Any], origin: str | None = None, *, tokens_map: bool = False
 ) -> dict[str, Any]:
-    """The template variables a tokenizer config defines: named tokens and extra lists.
+    """The special-token variables a tokenizer config gives its chat template.
 
-    Values may be strings or ``{"content": ...}`` token dicts; ``null`` ones are skipped.
-    ``additional_special_tokens`` (or a list-valued ``extra_special_tokens``) becomes a
-    list of strings; a dict-valued ``extra_special_tokens`` adds its named tokens.
+    As transformers 5 loads them: the named tokens (``bos_token`` ... ``mask_token``, strings or
+    ``{"content": ...}`` token dicts; ``null`` skipped), every other top-level ``*_token`` key
+    holding a string or an ``AddedToken`` dict (``image_token`` ...), and the named tokens of a
+    dict-valued ``extra_special_tokens`` (which win over those). List-valued
+    ``additional_special_tokens``/``extra_special_tokens`` are not template variables.
+    ``tokens_map=True`` reads a ``special_tokens_map.json``, where any token dict counts.
     """
     tokens: dict[str, Any] = {}
     for key in SPECIAL_TOKEN_NAMES:
         if config.get(key) is not None:
             tokens[key] = _token_text(config[key], key, origin)
+    for key, value in config.items():
+        if (isinstance(key, str) and key.endswith("_token") and key not in SPECIAL_TOKEN_NAMES
+                and (isinstance(value, str) or _is_added_token(value, tokens_map))):
+            tokens[key] = _token_text(value, key, origin)
     extra = config.get("extra_special_tokens")
     if isinstance(extra, Mapping):
         for key, value in extra.items():
             if value is not None:
                 tokens[str(key)] = _token_text(value, f"extra_special_tokens.{key}", origin)
-    listed = config.get("additional_special_tokens")
-    if listed is None and isinstance(extra, list):
-        listed = extra
-    if listed is not None:
-        if not isinstance(listed, list):
-            raise ConfigError("expected a list of tokens", config_path=origin,
-                              key_path="additional_special_tokens")
-        tokens["additional_special_tokens"] = [
-            _token_text(v, f"additional_special_tokens[{i}]", origin) for i, v in enumerate(listed)
-        ]
     return tokens
+
+
+def _is_added_token(value: Any, any_dict: bool) -> bool:
+    """A token dict transformers turns into an ``AddedToken`` (``__type`` marks it in configs)."""
+    return (isinstance(value, Mapping) and isinstance(value.get("content"), str)
+            and (any_dict or value.get("__type") == "AddedToken"))
+
+
+def merge_tokens_map(config_tokens: Mapping[str, Any], map_tokens: Mapping[str, Any],
+                     map_extra: Any) -> dict[str, Any]:
+    """Tokens of tokenizer_config.json overlaid with special_tokens_map.json, as transformers does.
+
+    The map's named tokens win; its other ``*_token`` keys only fill names the config lacks;
+    its dict-valued ``extra_special_tokens`` win over both.
+    """
+    merged = dict(config_tokens)
+    for key, value in map_tokens.items():
+        if key in SPECIAL_TOKEN_NAMES or key not in merged:
+            merged[key] = value
+    if isinstance(map_extra, Mapping):
+        merged.update({k: v for k, v in map_tokens.items() if k in map_extra})
+    return merged
 
 
 def _rebuild(
