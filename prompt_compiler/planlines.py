@@ -65,6 +65,14 @@ def _json(value: Any) -> bytes:
     return record_bytes({"": plain})[5:-2]  # between b'{"": ' and b'}\n'
 
 
+def _label(value: Any) -> bytes:
+    """A ppl label as :func:`.emit.records.record_bytes` writes it; raises where
+    :func:`.emit.records.record_json` refuses it (no strict JSON form in UTF-8)."""
+    if not isinstance(value, (int, bool)) and value is not None:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return record_bytes({"": value})[5:-2]
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """One plan of one id tuple, as bytes: what every row of that shape shares."""
@@ -162,8 +170,8 @@ class Lines:
             shapes = [_shape(plans[0], ice, self.limit, self.count_tokens)]
         else:
             try:
-                heads = [b', "label": ' + _json(label) + ice for label in self.labels]
-            except (ValueError, TypeError, orjson.JSONEncodeError):
+                heads = [b', "label": ' + _label(label) + ice for label in self.labels]
+            except (ValueError, TypeError, UnicodeEncodeError, orjson.JSONEncodeError):
                 return None  # the generic path names the label
             shapes = [_shape(p, h, self.limit, self.count_tokens)
                       for p, h in zip(plans, heads, strict=True)]
@@ -243,8 +251,8 @@ class Lines:
                 out += (head, shape.head, orjson.dumps(rest)[1:], _SHA,
                         digest.hexdigest().encode(), tail)
             return out
-        except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError):
-            return None  # text with no UTF-8 form, NaN: the generic path names it
+        except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError, KeyError):
+            return None  # text with no UTF-8 form, NaN, no such column: the generic path names it
 
     def _within(self, shape: _Shape, values: Sequence[Any], rest: str, limit: int) -> bool:
         """The prompt's tokens are at most ``limit``."""

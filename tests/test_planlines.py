@@ -8,6 +8,7 @@ including rows it hands back to the generic path (braces in compat mode, prompts
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import orjson
@@ -126,3 +127,15 @@ def test_a_lone_surrogate_is_named_as_the_generic_path_names_it():
     got = plan_bytes(compiler, ds, {"abbr": "m"})
     assert got == generic_bytes(compiler, ds, {"abbr": "m"})
     assert got[0] == "error" and "lone surrogate" in got[2] and "row 1" in got[2]
+
+
+@pytest.mark.parametrize("labels", [[1, 2], [True, None], ["é", "x\ud800"],
+                                    [datetime.date(2024, 1, 2), "B"], [1.5, float("nan")]])
+def test_ppl_labels_of_any_type_are_written_or_refused_as_the_generic_path_does(labels):
+    ds = dataset([{"q": "q", "b": "b", "a": "A"}, {"q": "r", "b": "b", "a": "A"}], ppl=True)
+    template = ds["infer_cfg"]["ice_template"]["template"]
+    ds["infer_cfg"]["ice_template"]["template"] = dict(zip(labels, list(template.values())[:2],
+                                                           strict=True))
+    ds["splits"]["train"] = [dict(r, a=labels[0]) for r in ds["splits"]["train"]]
+    compiler = pc.Compiler()
+    assert plan_bytes(compiler, ds, {"abbr": "m"}) == generic_bytes(compiler, ds, {"abbr": "m"})
