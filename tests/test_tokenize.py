@@ -281,3 +281,23 @@ def test_a_relative_tokenizer_is_found_beside_the_config_from_any_folder(
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
     inputs = sorted(Path(i["path"]).as_posix() for i in manifest["inputs"])
     assert inputs == [f"suite.{kind}", "tok/tokenizer.json", "tok/tokenizer_config.json"]
+
+
+@pytest.mark.parametrize("name", ["t" * 300, "~no_such_user_pc/tok.json"])
+def test_a_tokenizer_value_that_cannot_be_a_path_is_one_line_error(tmp_path: Path,
+                                                                   name: str) -> None:
+    # Too long for a file name (ENAMETOOLONG) or a "~user" nobody has: not a crash.
+    from tests._cli import run_cli
+
+    (tmp_path / "model.yaml").write_text(
+        "models:\n  - abbr: m\n    type: HuggingFaceCausalLM\n    max_seq_len: 64\n"
+        f"    tokenizer: '{name}'\n", encoding="utf-8")
+    (tmp_path / "data.yaml").write_text(
+        "datasets:\n  - abbr: d\n    reader_cfg: {input_columns: [q], output_column: a}\n"
+        "    infer_cfg:\n      prompt_template: {type: PromptTemplate, template: 'Q: {q}'}\n"
+        "      retriever: {type: ZeroRetriever}\n      inferencer: {type: GenInferencer}\n"
+        "    rows: [{q: x, a: y}]\n", encoding="utf-8")
+    proc = run_cli("data.yaml", "model.yaml", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("compile-prompts: error: ") and "tokenizer" in proc.stderr

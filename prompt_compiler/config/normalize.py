@@ -325,16 +325,23 @@ def _tokenizer_source(value: str, config_dir: Path) -> tuple[str, list[str]]:
 
     if value.startswith("tiktoken:") or value in Compiler().token_counters:
         return value, []
-    path = Path(value).expanduser()
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # "~name" of no such user: left as written, the loader reports it
+        return value, []
     for candidate in ([path] if path.is_absolute() else [config_dir / path, path]):
-        if candidate.exists():
-            found = candidate.resolve()
-            folder = found if found.is_dir() else found.parent
-            files = [str(folder / name) for name in _TOKENIZER_FILES
-                     if (folder / name).is_file()]
-            if found.is_file() and str(found) not in files:
-                files.insert(0, str(found))
-            return str(found), files
+        try:
+            if not candidate.exists():
+                continue
+        except (OSError, ValueError):  # a name too long, a NUL byte: not a path here
+            continue
+        found = candidate.resolve()
+        folder = found if found.is_dir() else found.parent
+        files = [str(folder / name) for name in _TOKENIZER_FILES
+                 if (folder / name).is_file()]
+        if found.is_file() and str(found) not in files:
+            files.insert(0, str(found))
+        return str(found), files
     return value, []
 
 

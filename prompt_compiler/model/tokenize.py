@@ -101,11 +101,9 @@ def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenize
                           key_path="model.tokenizer")
     if spec.startswith("tiktoken:"):
         return _tiktoken(spec.partition(":")[2])
-    path = Path(spec).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = Path(base_dir) / path
-    if path.exists():
-        return _hf(path.resolve())
+    path = _existing(spec, base_dir)
+    if path is not None:
+        return _hf(path)
     looks_like_path = "/" in spec or "\\" in spec or spec.endswith(".json")
     if not looks_like_path and _is_tiktoken_name(spec):
         return _tiktoken(spec)
@@ -114,6 +112,18 @@ def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenize
         "tokenizer_config.json nor a tiktoken encoding or OpenAI model name",
         key_path="model.tokenizer",
         hint="give a path to a tokenizer.json (or its folder), or e.g. 'cl100k_base' / 'gpt-4'")
+
+
+def _existing(spec: str, base_dir: str | Path | None) -> Path | None:
+    """``spec`` as an existing path (relative to ``base_dir``), else None: also for a value
+    that cannot name a file here (too long, a NUL byte, ``~user`` of no such user)."""
+    try:
+        path = Path(spec).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        return path.resolve() if path.exists() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 @lru_cache(maxsize=32)
