@@ -11,7 +11,6 @@ text, such as a JSON example in an instruction, are literal text and never fille
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -82,6 +81,8 @@ def unknown_placeholders(template_cfg: Any, columns: Iterable[str], key_path: st
         for name in dict.fromkeys(Pattern.parse(text).slots):
             if name in cols or not _NAME.fullmatch(name):
                 continue
+            import difflib  # only for a did-you-mean
+
             close = difflib.get_close_matches(name.strip(), cols, n=1, cutoff=0.6)
             out.append(UnknownPlaceholder(name, path, close[0] if close else None))
     return out
