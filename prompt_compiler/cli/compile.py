@@ -35,16 +35,19 @@ _MODES = {"compat": "opencompass", "opencompass": "opencompass", "default": "def
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="compile-prompts",
-        description="Compile prompt configs into the exact model inputs (JSONL per dataset x model). "
+        description="Compile prompt configs into the exact model inputs "
+        "(JSONL per dataset x model). "
                     "'compile-prompts models' lists the built-in model templates.")
     from .. import __version__
 
     p.add_argument("--version", action="version", version=f"compile-prompts {__version__}")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="config files or folders (.py, .yaml, .json)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="config files or folders (.py, .yaml, .json)")
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_FILE",
                    help="a model template name (see 'compile-prompts models') or a model config "
                         "file; replaces the models of the configs (repeatable)")
-    p.add_argument("--data-dir", type=Path, help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
+    p.add_argument("--data-dir", type=Path,
+                   help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
     p.add_argument("-o", "--out", type=Path, help="output folder (default: ./out)")
     p.add_argument("--mode", choices=("default", "compat"), default="default",
                    help="compat reproduces OpenCompass 0.5.4 exactly, defects included")
@@ -57,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="treat warnings (empty test split, unknown placeholder) as errors")
     p.add_argument("--show", type=int, default=0, metavar="N",
-                   help="print N prompts per dataset x model, whitespace and special tokens visible")
+                   help="print N prompts per dataset x model, whitespace and special tokens "
+                   "visible")
     p.add_argument("--check", action="store_true",
                    help="compile and validate everything, write nothing; also print lint findings")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
@@ -77,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def warnings_to_stderr() -> Iterator[None]:
-    """Print each distinct :class:`PromptCompilerWarning` once as ``compile-prompts: warning: ...``."""
+    """Print each distinct :class:`PromptCompilerWarning` once, as
+    ``compile-prompts: warning: ...``."""
     with warnings.catch_warnings():
         warnings.simplefilter("default", PromptCompilerWarning)
         warnings.showwarning = lambda message, *args, **kwargs: print(
@@ -201,7 +206,6 @@ def run(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from .. import suite as S
-    from ..inspection.viewer import visible
 
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
@@ -218,6 +222,8 @@ def _run(args: argparse.Namespace) -> int:
         if not loaded.pairs(args.only, args.models):
             raise loaded.nothing_to_compile(args.only, args.models)
         if args.show:
+            from ..inspection.viewer import visible
+
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
             for pair in loaded.pairs(args.only, args.models):
                 print(f"=== {pair.dataset.abbr} x {pair.model.abbr} ({pair.dataset.config_path})")
@@ -227,7 +233,8 @@ def _run(args: argparse.Namespace) -> int:
                         break
                     label = f" label={rec.label!r}" if rec.mode == "ppl" else ""
                     turn = f" turn={rec.turn}" if rec.mode == "chat" else ""
-                    print(f"--- [{rec.mode}] row {rec.index}{label}{turn} ice_ids={list(rec.ice_ids)}")
+                    print(f"--- [{rec.mode}] row {rec.index}{label}{turn} "
+                          f"ice_ids={list(rec.ice_ids)}")
                     print(visible(rec.prompt, color=color))
             if not args.check and args.out is None:
                 return 0
@@ -261,7 +268,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         total = sum(o["records"] for o in manifest["outputs"].values())
         where = "checked, nothing written" if out is None else f"written to {out}/"
-        print(f"{len(manifest['outputs'])} dataset x model pairs, {total} prompts ({mode} mode), {where}")
+        print(f"{len(manifest['outputs'])} dataset x model pairs, {total} prompts "
+              f"({mode} mode), {where}")
         over = sum(o.get("over_limit", 0) for o in manifest["outputs"].values())
         if over:
             print(f"{over} {'prompt is' if over == 1 else 'prompts are'} over max_seq_len with "
