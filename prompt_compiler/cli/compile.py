@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="compile-prompts",
         description="Compile prompt configs into the exact model inputs "
-        "(JSONL per dataset x model). "
+                    "(JSONL per dataset x model). "
                     "'compile-prompts models' lists the built-in model templates.")
     from .. import __version__
 
