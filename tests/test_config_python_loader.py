@@ -7,7 +7,6 @@ written by hand; mmengine (a dependency) is the reference they are checked again
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys

@@ -26,8 +26,8 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError
 from . import python_loader
+from .mm_values import LazyAttr, LazyObject, NeedsMmengine
 from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
-from .python_loader import LazyAttr, LazyObject, NeedsMmengine
 from .records import TypeRef
 
 __all__ = [
