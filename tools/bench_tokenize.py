@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """Benchmark: what a real tokenizer costs a compile (library level, one process).
 
-    python tools/bench_tokenize.py [--rows 5000] [--tokenizer PATH_OR_NAME]
+    python tools/bench_tokenize.py [--rows 5000] [--tokenizer PATH_OR_NAME] [--limit N]
 
 Compiles an MMLU-shaped 5-shot gen dataset (a 40-word question per row, FixK shots) for an
-``lm`` model with ``max_seq_len`` set, once with the built-in whitespace counter and once with
-the given tokenizer (default: a byte-level BPE tokenizer trained here with ``tokenizers``), and
-prints rows per second for each, plus the tokenizer's cache hits. Needs the ``tokenizers`` extra
-for the default tokenizer.
+``lm`` model, as the CLI writes records (``lean``), with the built-in whitespace counter and
+with the given tokenizer (default: a byte-level BPE tokenizer trained here with ``tokenizers``;
+e.g. a model folder, ``gpt-4``), in three settings:
+
+* no ``max_seq_len``: nothing is counted (the tokenizer must see 0 texts);
+* ``max_seq_len`` 4096 (no row drops a shot): one count per row;
+* ``max_seq_len`` ``--limit`` (default: the median prompt's count, so rows above it drop
+  shots): one count per distinct prompt text built.
+
+It prints rows per second and, for the tokenizer, the texts it encoded and the distinct
+texts counted (equal when each distinct text is encoded once). Needs the ``tokenizers``
+extra for the default tokenizer. Timings are wall clock on a shared machine: compare
+settings within one run.
 """
 
 from __future__ import annotations
@@ -17,9 +26,10 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from prompt_compiler.compiler import Compiler
-from prompt_compiler.model.tokenize import load_tokenizer
+from prompt_compiler.model.tokenize import TiktokenTokenizer, load_tokenizer
 
 WORDS = ("the of and to in is was for on that with as by at from it an be this which or are "
          "were his her their has have had not but one all been its more also who after when "
@@ -61,25 +71,71 @@ def _trained(folder: Path) -> str:
     return str(folder)
 
 
+class _Counting:
+    """Stands in for a tokenizer backend and counts the texts it encodes."""
+
+    def __init__(self, inner: Any, attr: str) -> None:
+        self.inner, self.attr, self.texts = inner, attr, 0
+        self.seen: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.inner, name)
+        if name != self.attr:
+            return real
+
+        def encode(text: str, *args: Any, **kwargs: Any) -> Any:
+            self.texts += 1
+            self.seen.add(text)
+            return real(text, *args, **kwargs)
+        return encode
+
+
+def _run(dataset: dict[str, object], model: dict[str, object]) -> tuple[float, list[Any]]:
+    start = time.perf_counter()
+    records = list(Compiler().iter_records(dataset, model, lean=True))
+    return time.perf_counter() - start, records
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=5000)
     ap.add_argument("--tokenizer", default=None)
+    ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
     spec = args.tokenizer or _trained(Path(tempfile.mkdtemp()))
     dataset = _dataset(args.rows)
-    for name in ("whitespace", spec):
-        model = {"abbr": "m", "parser": "lm", "meta_template": None, "max_seq_len": 2048,
-                 "tokenizer": name}
-        start = time.perf_counter()
-        result = Compiler().compile(dataset, model)
-        took = time.perf_counter() - start
-        print(f"{'whitespace' if name == 'whitespace' else 'tokenizer':>10}: {args.rows} rows in "
-              f"{took:.2f} s = {args.rows / took:,.0f} rows/s "
-              f"(mean token_len {sum(r.token_len or 0 for r in result.records) / args.rows:.0f})")
-    if name != "whitespace":
-        info = load_tokenizer(spec)._cache.cache_info()
-        print(f"tokenizer cache: {info.hits} hits, {info.misses} misses")
+    tok = load_tokenizer(spec)
+    attr = "encoding" if isinstance(tok, TiktokenTokenizer) else "backend"
+    method = "encode_ordinary" if attr == "encoding" else "encode"
+    limit = args.limit
+    if limit is None:  # the median full prompt: the rows above it drop shots
+        counted = Compiler().compile(dataset, {"abbr": "m", "parser": "lm", "meta_template": None,
+                                               "tokenizer": spec})
+        lens = sorted(r.token_len or 0 for r in counted.records)
+        limit = lens[len(lens) // 2]
+    for label, max_len in (("no max_seq_len", None), ("max_seq_len 4096", 4096),
+                           (f"max_seq_len {limit}", limit)):
+        print(f"{label}:")
+        for name in ("whitespace", spec):
+            model = {"abbr": "m", "parser": "lm", "meta_template": None, "max_seq_len": max_len,
+                     "tokenizer": name}
+            spy = None
+            if name != "whitespace":
+                tok._cache.cache_clear()
+                spy = _Counting(getattr(tok, attr), method)
+                setattr(tok, attr, spy)
+            try:
+                took, records = _run(dataset, model)
+            finally:
+                if spy is not None:
+                    setattr(tok, attr, spy.inner)
+            dropped = sum(1 for r in records if len(r.ice_ids) < len(r.retrieved_ids))
+            line = (f"  {'whitespace' if name == 'whitespace' else 'tokenizer':>10}: "
+                    f"{args.rows} rows in {took:.2f} s = {args.rows / took:,.0f} rows/s, "
+                    f"{dropped} rows dropped shots")
+            if spy is not None:
+                line += f"; encoded {spy.texts} texts, {len(spy.seen)} distinct"
+            print(line)
 
 
 if __name__ == "__main__":
