@@ -25,7 +25,7 @@ from .config.custom import circular_rows, complete_custom_dataset
 from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
 from .data.reader import DatasetRows, ReaderConfig, prepare_rows
 from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError
-from .model.spec import Model, TokenCounter, whitespace_tokens
+from .model.spec import API_WORD_COUNTED, Model, TokenCounter, api_words, whitespace_tokens
 from .policy import Policy
 from .retrieve.basic import Retriever, default_retrievers
 from .template.prompt_template import PromptTemplate
@@ -133,7 +133,7 @@ class Compiler:
     retrievers: dict[str, Callable[[Mapping[str, Any], str], Retriever]] = field(
         default_factory=default_retrievers)
     token_counters: dict[str, TokenCounter] = field(
-        default_factory=lambda: {"whitespace": whitespace_tokens})
+        default_factory=lambda: {"whitespace": whitespace_tokens, "api-words": api_words})
 
     def __post_init__(self) -> None:
         self.policy = Policy.of(self.mode)
@@ -154,7 +154,8 @@ class Compiler:
     def model(self, cfg: Mapping[str, Any] | Model, *, where: str = "model") -> Model:
         if isinstance(cfg, Model):
             return cfg
-        name = cfg.get("tokenizer", "whitespace") if isinstance(cfg, Mapping) else "whitespace"
+        name = cfg.get("tokenizer", _default_counter(cfg)) if isinstance(cfg, Mapping) \
+            else "whitespace"
         return Model.from_dict(cfg, where=where, count_tokens=self.token_counter(name, where))
 
     def token_counter(self, name: Any, where: str = "model") -> TokenCounter:
@@ -458,3 +459,12 @@ def _check_plain(dataset: Any, model: Any, options: Any) -> None:
                 where = f"split {split!r}, " if split is not None else ""
                 column = found[0].removeprefix("[").replace("]", "", 1)
                 raise DataError(f"{where}column {column}: {found[1]}", row=index)
+
+
+def _default_counter(cfg: Mapping[str, Any]) -> str:
+    """The counter of a model without ``tokenizer``: OpenCompass's own word count for the API
+    classes that keep ``BaseAPIModel.get_token_len``, else whitespace words."""
+    cls = cfg.get("type")
+    if isinstance(cls, str) and cls.rsplit(".", 1)[-1] in API_WORD_COUNTED:
+        return "api-words"
+    return "whitespace"

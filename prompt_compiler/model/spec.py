@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -15,12 +16,22 @@ from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_
 from ..render.api import prompt_text
 from .tokenize import Tokenizer
 
-__all__ = ["OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter", "openai_messages",
-           "whitespace_tokens"]
+__all__ = ["API_WORD_COUNTED", "OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter",
+           "api_words", "openai_messages", "whitespace_tokens"]
 
 OPENAI_COMPATIBLE_MODELS = frozenset({
     "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout"})
 """OpenCompass API classes that send OpenAI chat-completion messages (``openai_api.py``)."""
+
+API_WORD_COUNTED = frozenset({
+    "AI360GPT", "BaiChuan", "BaiChuan3", "BailingAPI", "BlueLMAPI", "ByteDance", "Claude",
+    "ClaudeAllesAPIN", "ClaudeSDK", "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini",
+    "GeminiAllesAPIN", "Hunyuan", "KrGPT", "LightllmChatAPI", "MiniMax",
+    "MiniMaxChatCompletionV2", "Mistral", "MoonShot", "Nanbeige", "PanGu", "Qwen", "Rendu",
+    "SenseTime", "StepFun", "UniGPT", "XunFei", "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI",
+    "ZhiPuV2AI"})
+"""OpenCompass API classes that keep ``BaseAPIModel.get_token_len`` (:func:`api_words`): a
+model config of one of these classes without a ``tokenizer`` counts with it."""
 
 _OPENAI_ROLE = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
 _CHATML_ROLES = frozenset(_OPENAI_ROLE.values())
@@ -86,6 +97,17 @@ def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
 def whitespace_tokens(text: str) -> int:
     """Whitespace-separated words: the built-in counter (and the reference cases')."""
     return len(text.split())
+
+
+_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
+_CJK_RUNS = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def api_words(text: str) -> int:
+    """OpenCompass's ``BaseAPIModel.get_token_len``: runs of ASCII letters and digits, plus
+    one per CJK ideograph (U+4E00..U+9FFF); everything else counts nothing. The API classes
+    other than OpenAI's count this way (:data:`API_WORD_COUNTED`)."""
+    return len(_ASCII_WORDS.findall(text)) + sum(len(run) for run in _CJK_RUNS.findall(text))
 
 
 PARSERS = ("lm", "api", "hf_chat")
