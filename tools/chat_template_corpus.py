@@ -61,7 +61,8 @@ PACKAGES: tuple[tuple[str, str, str], ...] = (
     ("chat-bricks", "0.1.5", "wheel"),
 )
 
-#: Special tokens of the reference tokenizer (both sides see exactly these).
+#: Special tokens of the reference tokenizer (both sides see exactly these), unless a probe
+#: gives its own ``special_tokens``.
 SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 
 _TOOL = {"type": "function", "function": {
@@ -165,6 +166,22 @@ PROBES: tuple[dict[str, Any], ...] = (
                                               "arguments": "{\"city\": \"Oslo\"}"}}]},
         {"role": "tool", "content": [{"type": "text", "text": "cold"}]},
         {"role": "assistant", "content": "It is cold."}]},
+    {"id": "no-special-tokens", "messages": [_SYS, _U1, _A1], "special_tokens": {}},
+    {"id": "all-special-tokens", "messages": [_U1], "add_generation_prompt": True,
+     "special_tokens": {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "unk_token": "<|unk|>",
+                        "pad_token": "<|pad|>", "sep_token": "<|sep|>", "cls_token": "<|cls|>",
+                        "mask_token": "<|mask|>"}},
+    {"id": "two-systems+developer", "messages": [
+        _SYS, {"role": "system", "content": "Second system."},
+        {"role": "developer", "content": "Developer note."}, _U1],
+     "add_generation_prompt": True},
+    {"id": "tool-call-with-content+ipython", "messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Let me check.", "reasoning_content": "Need a tool.",
+         "tool_calls": [_CALL, {**_CALL, "id": "call_2"}]},
+        {"role": "tool", "content": "sunny", "tool_call_id": "call_1"},
+        {"role": "ipython", "content": "cloudy"}],
+     "tools": [_TOOL], "add_generation_prompt": True},
 )
 
 
@@ -378,10 +395,11 @@ class Outcome:
         return self.kind in ("equal", "both-raise")
 
 
-_LOADED: dict[tuple[str, datetime | None], Any] = {}
+_LOADED: dict[tuple[str, datetime | None, str], Any] = {}
 
 
-def _load_ours(template: str | Mapping[str, str], now: datetime | None) -> Any:
+def _load_ours(template: str | Mapping[str, str], now: datetime | None,
+               tokens: Mapping[str, str]) -> Any:
     """Our ChatTemplate for ``template``, cached (pinned to ``now`` only if it reads the clock)."""
     from prompt_compiler.render.chat_template import ChatTemplate
 
@@ -390,14 +408,13 @@ def _load_ours(template: str | Mapping[str, str], now: datetime | None) -> Any:
         now = None
     elif now is not None:  # templates print dates, never seconds: one compile per minute
         now = now.replace(second=0, microsecond=0)
-    key = (template_id(template), now)
+    key = (template_id(template), now, json.dumps(tokens, sort_keys=True))
     if key not in _LOADED:
         if isinstance(template, str):
-            _LOADED[key] = ChatTemplate.from_string(template, special_tokens=SPECIAL_TOKENS,
-                                                    now=now)
+            _LOADED[key] = ChatTemplate.from_string(template, special_tokens=tokens, now=now)
         else:
             _LOADED[key] = ChatTemplate.from_config({"chat_template": dict(template)},
-                                                    special_tokens=SPECIAL_TOKENS, now=now)
+                                                    special_tokens=tokens, now=now)
     return _LOADED[key]
 
 
@@ -406,8 +423,9 @@ def render_ours(template: str | Mapping[str, str], probe: Mapping[str, Any],
     """(text, None) or (None, error) from prompt_compiler's renderer."""
     from prompt_compiler.errors import PromptCompilerError
 
+    tokens = probe.get("special_tokens", SPECIAL_TOKENS)
     try:
-        text = _load_ours(template, now).render(
+        text = _load_ours(template, now, tokens).render(
             probe["messages"], add_generation_prompt=probe.get("add_generation_prompt", False),
             continue_final_message=probe.get("continue_final_message", False),
             tools=probe.get("tools"), documents=probe.get("documents"),
@@ -460,7 +478,8 @@ def summarize(outcomes: Sequence[Outcome], templates: Mapping[str, Mapping[str, 
     agree = sum(o.agrees for o in outcomes)
     total = len(outcomes)
     n_templates = len({o.template for o in outcomes})
-    print(f"{n_templates} templates x {len(PROBES)} probes: {total} renders compared", file=out)
+    n_probes = len({o.probe for o in outcomes})
+    print(f"{n_templates} templates x {n_probes} probes: {total} renders compared", file=out)
     pct = 100.0 * agree / total if total else 100.0
     print(f"agree: {agree}/{total} ({pct:.2f}%): {kinds['equal']} identical text, "
           f"{kinds['both-raise']} both raise", file=out)
@@ -488,6 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--refresh", action="store_true", help="collect the templates anew")
     parser.add_argument("--sample", type=int, default=0, help="every Nth template only")
     parser.add_argument("--only", default="", help="templates whose id or source contains this")
+    parser.add_argument("--probe", default="", help="probes whose id contains this")
     parser.add_argument("--show", type=int, default=50, help="differences to print")
     args = parser.parse_args(argv)
 
@@ -499,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ids = ids[::args.sample]
     print(f"{len(templates)} distinct templates from {len(PACKAGES)} packages "
           f"({sum(len(e['sources']) for e in templates.values())} sources); {len(ids)} selected")
-    pairs = [(tid, probe["id"]) for tid in ids for probe in PROBES]
+    pairs = [(tid, probe["id"]) for tid in ids for probe in PROBES if args.probe in probe["id"]]
 
     if args.reference_python.is_file():
         version = reference_version(args.reference_python)

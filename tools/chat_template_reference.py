@@ -3,7 +3,8 @@
     /path/to/venv-with-transformers/bin/python tools/chat_template_reference.py JOB.json
 
 ``JOB.json`` holds ``{"templates": {id: text or {name: text}}, "special_tokens": {...},
-"probes": [probe, ...], "pairs": [[template_id, probe_id], ...]}``. For each pair the chat is
+"probes": [probe, ...], "pairs": [[template_id, probe_id], ...]}`` (a probe's own
+``special_tokens`` replace the job's). For each pair the chat is
 rendered by a real ``PreTrainedTokenizerFast`` (a tiny in-memory WordLevel vocabulary carrying
 the special-token strings, the template set as its ``chat_template``) with
 ``apply_chat_template(tokenize=False)``, and one JSON line is printed:
@@ -38,11 +39,16 @@ def main(argv: list[str]) -> int:
     """Render every pair of the job file and print one JSON line per render."""
     with open(argv[0], encoding="utf-8") as handle:
         job = json.load(handle)
-    tokenizer = _tokenizer(job["special_tokens"])
+    tokenizers: dict[str, Any] = {}
     probes = {probe["id"]: probe for probe in job["probes"]}
     out = sys.stdout
     for template_id, probe_id in job["pairs"]:
         probe = probes[probe_id]
+        tokens = probe.get("special_tokens", job["special_tokens"])
+        key = json.dumps(tokens, sort_keys=True)
+        if key not in tokenizers:
+            tokenizers[key] = _tokenizer(tokens)
+        tokenizer = tokenizers[key]
         tokenizer.chat_template = job["templates"][template_id]
         record: dict[str, Any] = {"template": template_id, "probe": probe_id,
                                   "now": datetime.datetime.now().isoformat()}
