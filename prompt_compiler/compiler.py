@@ -203,9 +203,26 @@ class Compiler:
                 raise ConfigError("RawPromptTemplate needs 'messages'", key_path=where)
             return RawPromptTemplate.build(params["messages"], params.get("format_variables", True),
                                            params.get("ice_token", "</E>"), where=where)
+        if kind in ("OlympiadBenchTemplate", "OlympiadBenchRawTemplate"):
+            if params:  # OpenCompass's classes take no arguments (TypeError there)
+                raise ConfigError(f"{kind} takes no settings; unexpected: "
+                                  f"{', '.join(sorted(map(str, params)))}", key_path=where,
+                                  reference=("TypeError", "__init__() got an unexpected keyword "
+                                             f"argument '{next(iter(params))}'"))
+            from .template import olympiadbench as ob
+
+            try:
+                if kind == "OlympiadBenchTemplate":
+                    return ob.OlympiadBenchTemplate(where=f"{where}.template")
+                return ob.OlympiadBenchRawTemplate.create(where=where)
+            except PromptCompilerError as err:
+                err.key_path = f"{where}.type"
+                raise
+        names = ["PromptTemplate", "RawPromptTemplate", "OlympiadBenchTemplate",
+                 "OlympiadBenchRawTemplate"]
         raise RegistryError(
-            f"unknown template type {kind!r}; available: PromptTemplate, RawPromptTemplate",
-            key_path=f"{where}.type", hint=_did_you_mean(kind, ["PromptTemplate", "RawPromptTemplate"]))
+            f"unknown template type {kind!r}; available: {', '.join(names)}",
+            key_path=f"{where}.type", hint=_did_you_mean(kind, names))
 
     def job(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model,
             options: Mapping[str, Any] | None = None, *, lean: bool = False

@@ -113,7 +113,8 @@ def supports(job: Job, kind: str) -> bool:
     if not _plain_model(job.model):
         return False
     for tp in (job.ice_template, job.prompt_template):
-        if tp is not None and (not isinstance(tp, PromptTemplate) or tp.engine != "format"):
+        # exactly PromptTemplate: subclasses (OlympiadBench) build their text per row
+        if tp is not None and (type(tp) is not PromptTemplate or tp.engine != "format"):
             return False
     return True
 

@@ -2,7 +2,7 @@
 
     python tools/oc_corpus.py [--wheel PATH | --extracted DIR] [--cache DIR]
                               [--data-dir DIR] [--mode default|compat] [--jobs N]
-                              [--sample N] [--only GLOB]... [--list-failures]
+                              [--sample N] [--only GLOB]... [--embed-model DIR]
 
 Each dataset config file under ``opencompass/configs/datasets/`` is wrapped, unchanged, in
 an eval config of its own (``with read_base(): from opencompass.configs.datasets.X import *``)
@@ -15,8 +15,10 @@ makes, in-process (``--jobs`` worker processes), and the tool prints
 
 Outcomes are counted apart: files that define no datasets (prompt and settings helpers),
 files OpenCompass itself cannot use (``OPENCOMPASS_FAILS`` below, measured with the real
-OpenCompass), and datasets whose inferencer needs a model in the loop (Agent, Attack, ToT;
-see docs/opencompass-corpus.md). Anything else that fails is a failure (exit status 1).
+OpenCompass), datasets that need a model in the loop (Agent, Attack and ToT inferencers, the
+MDL retriever; see docs/opencompass-corpus.md), and datasets whose embedding retriever names
+a model that is not on this machine (``--embed-model DIR`` substitutes a local one; those files
+are then listed as substituted). Anything else that fails is a failure (exit status 1).
 
 Without ``--wheel``/``--extracted`` the wheel is fetched with
 ``pip download --no-deps opencompass==0.5.4`` into the cache folder (default
@@ -82,14 +84,36 @@ def extract_configs(wheel: Path, into: Path) -> Path:
     """Extract ``opencompass/configs/`` of ``wheel`` under ``into``; returns the package dir."""
     package = into / "opencompass"
     marker = into / ".extracted"
-    if marker.is_file() and marker.read_text() == wheel.name:
+    stamp = f"{wheel.name} + {OLYMPIAD_SOURCE}"
+    if marker.is_file() and marker.read_text() == stamp:
         return package
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
-            if name.startswith("opencompass/configs/"):
+            if name.startswith("opencompass/configs/") or name == OLYMPIAD_SOURCE:
                 zf.extract(name, into)
-    marker.write_text(wheel.name)
+    marker.write_text(stamp)
     return package
+
+
+OLYMPIAD_SOURCE = "opencompass/datasets/OlympiadBench.py"
+
+
+def olympiad_source(package: Path, into: Path) -> Path | None:
+    """A folder holding only ``opencompass/datasets/OlympiadBench.py`` of ``package``.
+
+    prompt_compiler reads OlympiadBench's prompt text from that file of an importable
+    ``opencompass`` (it never imports it); putting this folder on ``sys.path`` gives the
+    corpus run the wheel's own text without installing OpenCompass.
+    """
+    src = package / "datasets" / "OlympiadBench.py"
+    if not src.is_file():
+        return None
+    dst = into / "opencompass" / "datasets" / "OlympiadBench.py"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    (into / "opencompass" / "__init__.py").write_text("")
+    if not dst.is_file() or dst.read_bytes() != src.read_bytes():
+        dst.write_bytes(src.read_bytes())
+    return into
 
 
 def package_dir(extracted: Path) -> Path:
@@ -184,6 +208,12 @@ def synthetic_rows(spec: Mapping[str, Any], split: str, count: int) -> list[dict
             row.setdefault("cont", f" cont value #{tag}{i}")
         if inferencer == "InferencePPLOnlyInferencer":  # token-wise targets, from the loader
             row.setdefault("label", [1, 2, 3])
+        if _template_type(spec).startswith("OlympiadBench"):
+            row.update(_olympiad_fields(i))
+        if _retriever(spec) == "XiezhiRetriever":
+            # Xiezhi's loader gives every row a list of category labels, most specific first;
+            # each test row's labels must occur in the training rows (they do: the same cycle).
+            row["labels"] = [f"label {i % 3}", "label common"]
         rows.append(row)
     return rows
 
@@ -192,6 +222,36 @@ def _inferencer(spec: Mapping[str, Any]) -> str:
     infer = spec.get("infer_cfg")
     inf = infer.get("inferencer") if isinstance(infer, Mapping) else None
     return str(inf.get("type", "")) if isinstance(inf, Mapping) else ""
+
+
+# Rows of OlympiadBench's loader choose the instruction: a cycle through its branches.
+_OLYMPIAD = [
+    ("English", "Math", "Open-ended", "Numerical", False, ""),
+    ("Chinese", "Physics", "Open-ended", "Expression,Numerical", True, "m"),
+    ("English", "Physics", "Theorem proof", "Need_human_evaluate", False, ""),
+    ("Chinese", "Math", "Open-ended", "Interval", True, ""),
+    ("English", "Math", "Open-ended", "Equation,Equation", True, "s"),
+    ("Chinese", "Math", "Theorem proof", "Tuple", False, ""),
+]
+
+
+def _olympiad_fields(i: int) -> dict[str, Any]:
+    keys = ("language", "subject", "question_type", "answer_type", "is_multiple_answer", "unit")
+    return dict(zip(keys, _OLYMPIAD[i % len(_OLYMPIAD)], strict=True))
+
+
+def _template_type(spec: Mapping[str, Any]) -> str:
+    infer = spec.get("infer_cfg")
+    tp = infer.get("prompt_template") if isinstance(infer, Mapping) else None
+    kind = tp.get("type", "") if isinstance(tp, Mapping) else ""
+    return str(kind).rsplit(".", 1)[-1]
+
+
+def _retriever(spec: Mapping[str, Any]) -> str:
+    infer = spec.get("infer_cfg")
+    ret = infer.get("retriever") if isinstance(infer, Mapping) else None
+    kind = ret.get("type", "") if isinstance(ret, Mapping) else ""
+    return str(kind).rsplit(".", 1)[-1]
 
 
 def _label_values(spec: Mapping[str, Any]) -> list[Any]:
@@ -244,7 +304,14 @@ class Outcome:
     pairs: int = 0
     prompts: int = 0
     kind: str = "ok"
-    """ok | failed | empty (no datasets) | reference (OpenCompass fails too) | loop"""
+    """ok | failed | empty (no datasets) | reference (OpenCompass fails too) | loop |
+    no-embed-extra (the ``embed`` extra is not installed) | no-embed-model (an embedding
+    retriever's model is not on this machine)"""
+    substituted: bool = False
+    """Compiled with ``--embed-model`` in place of the config's embedding model."""
+
+
+RAW_TEMPLATES = ("RawPromptTemplate", "OlympiadBenchRawTemplate")
 
 
 def _uses_raw_template(suite: Any) -> bool:
@@ -252,7 +319,7 @@ def _uses_raw_template(suite: Any) -> bool:
         infer = d.spec.get("infer_cfg") or {}
         for part in ("prompt_template", "ice_template"):
             tp = infer.get(part)
-            if isinstance(tp, Mapping) and str(tp.get("type", "")).endswith("RawPromptTemplate"):
+            if isinstance(tp, Mapping) and str(tp.get("type", "")).endswith(RAW_TEMPLATES):
                 return True
     return False
 
@@ -273,8 +340,46 @@ def _load(package: Path, file: Path, index: int, variable: str | None) -> Any:
     return loaded
 
 
+EMBEDDING_RETRIEVERS = ("TopkRetriever", "DPPRetriever", "VotekRetriever")
+DEFAULT_EMBED_MODEL = "all-mpnet-base-v2"  # OpenCompass's default for these retrievers
+
+
+def substitute_embed_model(datasets: Iterable[Any], folder: Path) -> bool:
+    """Point embedding retrievers whose model is not a folder on disk at ``folder``.
+
+    OpenCompass's configs name Hub models (``all-mpnet-base-v2``) that a compile never
+    downloads; ``--embed-model`` puts a local model (e.g. the packaged all-MiniLM-L6-v2) in
+    their place. The ids then differ from OpenCompass's with its own model: such files are
+    reported apart. True when a dataset was changed.
+    """
+    changed = False
+    for d in datasets:
+        infer = d.spec.get("infer_cfg")
+        ret = infer.get("retriever") if isinstance(infer, Mapping) else None
+        if not isinstance(ret, dict) or _retriever(d.spec) not in EMBEDDING_RETRIEVERS:
+            continue
+        name = ret.get("sentence_transformers_model_name", DEFAULT_EMBED_MODEL)
+        if not (isinstance(name, str) and Path(name).is_dir()):
+            ret["sentence_transformers_model_name"] = str(folder)
+            changed = True
+    return changed
+
+
+def classify(rel: str, reason: str) -> str:
+    """The outcome kind of a file that stopped with the library error ``reason``."""
+    if "needs a model in the loop" in reason or "MDLRetriever scores candidate" in reason:
+        return "loop"
+    if rel in OPENCOMPASS_FAILS:
+        return "reference"
+    if "need the 'sentence-transformers' package" in reason:
+        return "no-embed-extra"
+    if "cannot load sentence-transformers model" in reason:
+        return "no-embed-model"
+    return "failed"
+
+
 def check_file(package: Path, file: Path, index: int, data_root: Path, user_data: Path | None,
-               mode: str) -> Outcome:
+               mode: str, embed_model: Path | None = None) -> Outcome:
     """Wrap, load, give rows, compile (as ``compile-prompts --check``) one dataset config."""
     import warnings
 
@@ -283,6 +388,7 @@ def check_file(package: Path, file: Path, index: int, data_root: Path, user_data
 
     rel = file.relative_to(package / "configs" / "datasets").as_posix()
     pairs = prompts = 0
+    substituted = False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ignored-setting warnings: counted as ok
@@ -296,6 +402,8 @@ def check_file(package: Path, file: Path, index: int, data_root: Path, user_data
             if not any(s.datasets for s in suites):
                 return Outcome(rel, False, "defines no datasets", kind="empty")
             for n, loaded in enumerate(suites):
+                if embed_model is not None:
+                    substituted |= substitute_embed_model(loaded.datasets, embed_model)
                 data_dir = user_data
                 if data_dir is None:
                     data_dir = data_root / f"{index:04d}_{n}"
@@ -307,24 +415,29 @@ def check_file(package: Path, file: Path, index: int, data_root: Path, user_data
                 prompts += sum(o["records"] for o in outputs)
     except PromptCompilerError as err:
         reason = " ".join(str(err).split())
-        kind = "loop" if "needs a model in the loop" in reason else (
-            "reference" if rel in OPENCOMPASS_FAILS else "failed")
+        kind = classify(rel, reason)
+        if kind == "failed" and mode == "opencompass" and err.reference is not None:
+            # compat mode reproduces OpenCompass's own exception here (e.g. D18's KeyError)
+            kind = "reference"
+            reason += f" [OpenCompass: {err.reference[0]}: {err.reference[1]}]"
         return Outcome(rel, False, reason, kind=kind)
     except Exception as exc:  # a bug: report it, keep going
-        return Outcome(rel, False, f"BUG {type(exc).__name__}: {' '.join(str(exc).split())}")
-    return Outcome(rel, True, "", pairs, prompts)
+        return Outcome(rel, False, f"BUG {type(exc).__name__}: {' '.join(str(exc).split())}",
+                       kind="failed")
+    return Outcome(rel, True, "", pairs, prompts, substituted=substituted)
 
 
-def _worker(args: tuple[str, str, int, str, str | None, str]) -> Outcome:
-    package, file, index, data_root, user_data, mode = args
+def _worker(args: tuple[str, str, int, str, str | None, str, str | None]) -> Outcome:
+    package, file, index, data_root, user_data, mode, embed_model = args
     return check_file(Path(package), Path(file), index, Path(data_root),
-                      Path(user_data) if user_data else None, mode)
+                      Path(user_data) if user_data else None, mode,
+                      Path(embed_model) if embed_model else None)
 
 
 def run(package: Path, files: Sequence[Path], *, data_root: Path, user_data: Path | None,
-        mode: str, jobs: int) -> list[Outcome]:
+        mode: str, jobs: int, embed_model: Path | None = None) -> list[Outcome]:
     indexed = [(str(package), str(f), i, str(data_root), str(user_data) if user_data else None,
-                mode) for i, f in enumerate(files)]
+                mode, str(embed_model) if embed_model else None) for i, f in enumerate(files)]
     if jobs <= 1:
         return [_worker(a) for a in indexed]
     from concurrent.futures import ProcessPoolExecutor
@@ -368,14 +481,26 @@ def summarize(outcomes: Iterable[Outcome], out: Any = sys.stdout) -> int:
     by_kind: dict[str, list[Outcome]] = {}
     for o in outcomes:
         by_kind.setdefault(o.kind, []).append(o)
-    for kind, tag in (("failed", "FAIL"), ("loop", "LOOP"), ("reference", "OC-FAILS-TOO")):
+    for kind, tag in (("failed", "FAIL"), ("loop", "LOOP"), ("reference", "OC-FAILS-TOO"),
+                      ("no-embed-extra", "NO-EMBED-EXTRA"), ("no-embed-model", "NO-EMBED-MODEL")):
         for o in by_kind.get(kind, []):
             print(f"{tag} {o.file}: {o.reason}", file=out)
+    substituted = [o for o in outcomes if o.substituted]
+    for o in substituted:
+        print(f"SUBSTITUTED-EMBED-MODEL {o.file}", file=out)
     failed = by_kind.get("failed", [])
     line = (f"{len(outcomes)} files, {len(by_kind.get('ok', []))} ok, {len(failed)} failed"
             f"; {len(by_kind.get('loop', []))} need a model in the loop, "
             f"{len(by_kind.get('reference', []))} fail in OpenCompass too, "
             f"{len(by_kind.get('empty', []))} define no datasets")
+    if by_kind.get("no-embed-extra"):
+        line += (f", {len(by_kind['no-embed-extra'])} need the embed extra "
+                 "(sentence-transformers), not installed")
+    if by_kind.get("no-embed-model"):
+        line += (f", {len(by_kind['no-embed-model'])} need an embedding model not on this "
+                 "machine (see --embed-model)")
+    if substituted:
+        line += f"; {len(substituted)} of the ok ones with --embed-model in place of their own"
     prompts = sum(o.prompts for o in outcomes)
     print(line, file=out)
     print(f"{sum(o.pairs for o in outcomes)} dataset x model pairs, {prompts} prompts",
@@ -395,7 +520,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=0, help="every k-th file, k chosen to give N")
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="files (relative to configs/datasets) matching GLOB")
+    p.add_argument("--embed-model", type=Path, metavar="DIR",
+                   help="a sentence-transformers model folder to use where a config's "
+                   "embedding retriever names a model that is not on this machine")
     args = p.parse_args(argv)
+    if args.embed_model is not None and not args.embed_model.is_dir():
+        p.error(f"--embed-model: not a folder: {args.embed_model}")
 
     if args.extracted is not None:
         package = package_dir(args.extracted)
@@ -412,9 +542,12 @@ def main(argv: list[str] | None = None) -> int:
         files = [files[int(i * step)] for i in range(args.sample)]
     mode = "opencompass" if args.mode == "compat" else "default"
     data_root = args.cache / "rows"
+    source = olympiad_source(package, args.cache / "oc-source")
+    if source is not None:  # workers are forked: they inherit the path
+        sys.path.insert(0, str(source))
     start = time.perf_counter()
     outcomes = run(package, files, data_root=data_root, user_data=args.data_dir, mode=mode,
-                   jobs=args.jobs)
+                   jobs=args.jobs, embed_model=args.embed_model)
     status = summarize(outcomes)
     print(f"({time.perf_counter() - start:.0f} s, {args.jobs} jobs)", file=sys.stderr)
     return status

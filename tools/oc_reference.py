@@ -99,7 +99,24 @@ def build(case: dict[str, Any]):  # noqa: C901 - one place that wires OpenCompas
 
     parser = model_cfg.get("parser", "lm")
     meta = model_cfg.get("meta_template")
-    if parser == "api":
+    if parser == "hf_chat":
+        from opencompass.models.huggingface_above_v4_33 import (
+            _convert_chat_messages,
+            _get_meta_template,
+        )
+
+        class Model(Mixin, BaseModel):  # HuggingFacewithChatTemplate's parser and messages
+            def __init__(self):
+                BaseModel.__init__(self, path="stand-in", meta_template=meta)
+                self.template_parser = _get_meta_template(meta)
+                self.tokenizer = Tok()
+
+            def generate(self, inputs, max_out_len=None, **kwargs):
+                messages = _convert_chat_messages(inputs)
+                calls.append({"call": "generate", "inputs": encode(list(inputs)),
+                              "chat_messages": messages})
+                return [ORACLE_REPLY for _ in inputs]
+    elif parser == "api":
         class Model(Mixin, BaseAPIModel):
             is_api = True
 
@@ -121,12 +138,22 @@ def build(case: dict[str, Any]):  # noqa: C901 - one place that wires OpenCompas
             return None
         cfg = dict(cfg)
         kind = cfg.pop("type")
+        if kind.startswith("OlympiadBench"):
+            from opencompass.datasets import OlympiadBench
+
+            return getattr(OlympiadBench, kind)(**cfg)
         return (PromptTemplate if kind == "PromptTemplate" else RawPromptTemplate)(**cfg)
 
     ice_t = template(infer.get("ice_template"))
     prompt_t = template(infer.get("prompt_template"))
     rcfg = dict(infer["retriever"])
-    retriever = getattr(ret, rcfg.pop("type"))(dataset, **rcfg)
+    rkind = rcfg.pop("type")
+    if not hasattr(ret, rkind):  # XiezhiRetriever lives with its dataset
+        import opencompass.datasets as ds_module
+
+        retriever = getattr(ds_module, rkind)(dataset, **rcfg)
+    else:
+        retriever = getattr(ret, rkind)(dataset, **rcfg)
     icfg = dict(infer["inferencer"])
     kind = icfg.pop("type")
     if model_cfg.get("max_seq_len") is not None:
@@ -135,13 +162,25 @@ def build(case: dict[str, Any]):  # noqa: C901 - one place that wires OpenCompas
         icfg.setdefault("max_out_len", 100)
     inferencer = getattr(inf, kind)(model=model, batch_size=model_cfg.get("batch_size") or 1,
                                     **icfg)
+    if kind == "CLPInferencer":  # the scoring step: record its texts, uniform probabilities
+        def cond_prob(input_texts, target_pos, choice_ids):
+            calls.append({"call": "cond_prob", "inputs": encode(list(input_texts))})
+            return [[1 / len(choice_ids)] * len(choice_ids) for _ in input_texts]
+
+        inferencer._get_cond_prob = cond_prob
     return kind, model, inferencer, retriever, ice_t, prompt_t, calls, icfg
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    kind, model, inferencer, retriever, ice_t, prompt_t, calls, icfg = build(case)
     out: dict[str, Any] = {"id": case["id"], "format_version": 1, "opencompass_version": "0.5.4",
-                           "inferencer": kind, "parser": case["model"].get("parser", "lm")}
+                           "inferencer": case["dataset"]["infer_cfg"]["inferencer"]["type"],
+                           "parser": case["model"].get("parser", "lm")}
+    try:
+        kind, model, inferencer, retriever, ice_t, prompt_t, calls, icfg = build(case)
+    except Exception as exc:  # OpenCompass refused the configuration itself
+        out.update(status="error", error={"type": type(exc).__name__, "message": str(exc)},
+                   error_origin=traceback.extract_tb(exc.__traceback__)[-1].name, calls=[])
+        return out
     if icfg.get("multiround"):
         out["multiround"] = True
     try:
