@@ -1,10 +1,12 @@
 """Compare prompt_compiler with OpenCompass itself, prompt by prompt, over the wheel's configs.
 
     python tools/oc_compare.py --extracted DIR --reference-python PY [--sample 90]
-                               [--work DIR] [--only GLOB]... [-v]
+                               [--per-kind 2] [--work DIR] [--only GLOB]... [-v]
 
 1. A deterministic sample of the wheel's dataset config files (every k-th file, k chosen to
-   give ``--sample`` files) is loaded as ``tools/oc_corpus.py`` loads them. The first and the
+   give ``--sample`` files, plus the first ``--per-kind`` files naming each rare inferencer,
+   template or retriever the sample lacks: CLP, LL, SC, PPLOnly, ..., ``multiround=True``)
+   is loaded as ``tools/oc_corpus.py`` loads them. The first and the
    last dataset of each file become compile jobs in the shared conformance case format
    (../shared/conformance/README.md), with ``oc_corpus``'s synthetic rows (a few hostile
    values added: braces, a column reference, a newline), once per model kind: ``lm`` (a
@@ -275,7 +277,14 @@ def _compare(case: dict[str, Any], golden: dict[str, Any], mode: str,
              unfixed: str | None = None) -> Result:
     result, err = _ours(case, "opencompass" if mode == "compat" else "default", unfixed)
     cid = case["id"]
-    if golden.get("status") == "error":
+    late = getattr(result, "reference_failure", None) if result is not None else None
+    if golden.get("status") == "error" and late is not None:
+        # OpenCompass failed after the model calls (PPL bookkeeping): the prompts still count
+        exp = golden["error"]
+        if tuple(late) != (exp["type"], exp["message"]):
+            return Result(cid, mode, "error-differs", f"after scoring: OpenCompass "
+                          f"{exp['type']}: {exp['message'][:200]}; ours {late}")
+    elif golden.get("status") == "error":
         exp = golden["error"]
         if err is None:
             return Result(cid, mode, "error-differs",
@@ -297,6 +306,12 @@ def _compare(case: dict[str, Any], golden: dict[str, Any], mode: str,
     parser = golden.get("parser", "lm")
     expected = sorted(_key(x) for x in _inputs(golden, CALL[kind]))
     actual = sorted(_key(x) for x in _our_inputs(result, kind, parser))
+    if late is not None:
+        # OpenCompass stopped after its first batch: what it built must be among ours
+        if Counter(expected) - Counter(actual):
+            return Result(cid, mode, "differs", _first_difference(expected, actual),
+                          len(expected))
+        return Result(cid, mode, "same", prompts=len(expected))
     if expected != actual:
         return Result(cid, mode, "differs", _first_difference(expected, actual), len(actual))
     if parser == "hf_chat" and CALL[kind] == "generate":
@@ -318,6 +333,26 @@ class Summary:
     reference_ok: int = 0
     reference_errors: int = 0
     results: list[Result] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+    """Cases per inferencer x template type."""
+
+
+# Inferencers and options rare in the wheel: a few files using each join the sample.
+RARE = ("CLPInferencer", "LLInferencer", "SCInferencer", "PPLOnlyInferencer",
+        "InferencePPLOnlyInferencer", "SWCELossInferencer", "ChatInferencer", "multiround=True",
+        "RawPromptTemplate", "OlympiadBenchRawTemplate", "XiezhiRetriever", "BM25Retriever",
+        "RandomRetriever", "SlidingWindowRetriever", "sep_token")
+
+
+def by_kind(files: list[Path], sample: list[Path], per_kind: int) -> list[Path]:
+    """Up to ``per_kind`` files (in order) naming each of ``RARE`` that ``sample`` lacks."""
+    texts = {f: f.read_text(encoding="utf-8", errors="replace") for f in files}
+    extra: list[Path] = []
+    for word in RARE:
+        have = sum(word in texts[f] for f in sample)
+        extra += [f for f in files if word in texts[f] and f not in sample][:max(
+            0, per_kind - have)]
+    return extra
 
 
 def run(args: argparse.Namespace) -> Summary:
@@ -329,7 +364,8 @@ def run(args: argparse.Namespace) -> Summary:
                                          for g in args.only)]
     if args.sample and len(files) > args.sample:
         step = len(files) / args.sample
-        files = [files[int(i * step)] for i in range(args.sample)]
+        sample = [files[int(i * step)] for i in range(args.sample)]
+        files = sorted(set(sample) | set(by_kind(files, sample, args.per_kind)))
     work = args.work or Path(tempfile.mkdtemp(prefix="oc_compare_"))
     cases_dir, golden_dir = work / "cases", work / "golden"
     source = oc_corpus.olympiad_source(package, work / "oc-source")
@@ -348,6 +384,9 @@ def run(args: argparse.Namespace) -> Summary:
     case_files = [f for f in case_files if f.stem in origin]
     for file in case_files:
         case, golden = load(file), load(golden_dir / file.name)
+        infer = case["dataset"]["infer_cfg"]
+        template = (infer.get("prompt_template") or infer.get("ice_template") or {}).get("type")
+        summary.kinds[f"{golden['inferencer'].removesuffix('Inferencer')}/{template}"] += 1
         if golden["status"] == "ok":
             summary.reference_ok += 1
         else:
@@ -386,6 +425,8 @@ def report(summary: Summary, verbose: bool) -> int:
             if r.mode == "default" and r.status == "defect":
                 print(f"DEFAULT DEFECT-FIX {r.case} {r.detail}")
     prompts = sum(r.prompts for r in summary.results if r.mode == "compat")
+    print("cases by inferencer/template: " + ", ".join(
+        f"{k} {n}" for k, n in sorted(summary.kinds.items())))
     explained = ", ".join(f"{d} {n}" for d, n in sorted(fixes.items())) or "none"
     print(f"{summary.configs} configs, {summary.cases} cases ({summary.reference_ok} ok and "
           f"{summary.reference_errors} errors in OpenCompass), {prompts} prompts compared per "
@@ -402,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reference-python", type=Path, required=True,
                    help="a Python with opencompass 0.5.4 installed")
     p.add_argument("--sample", type=int, default=90, help="about this many config files")
+    p.add_argument("--per-kind", type=int, default=2, metavar="N",
+                   help="add files so that each rare inferencer/template/retriever kind has N")
     p.add_argument("--only", action="append", default=[], metavar="GLOB")
     p.add_argument("--work", type=Path, help="keep cases and references here (references "
                    "of unchanged cases are reused on the next run)")

@@ -160,8 +160,8 @@ def build(case: dict[str, Any]):  # noqa: C901 - one place that wires OpenCompas
         icfg["max_seq_len"] = model_cfg["max_seq_len"]
     if kind in ("GenInferencer", "SCInferencer"):
         icfg.setdefault("max_out_len", 100)
-    inferencer = getattr(inf, kind)(model=model, batch_size=model_cfg.get("batch_size") or 1,
-                                    **icfg)
+    icfg.setdefault("batch_size", model_cfg.get("batch_size") or 1)  # the config's wins
+    inferencer = getattr(inf, kind)(model=model, **icfg)
     if kind == "CLPInferencer":  # the scoring step: record its texts, uniform probabilities
         def cond_prob(input_texts, target_pos, choice_ids):
             calls.append({"call": "cond_prob", "inputs": encode(list(input_texts))})
