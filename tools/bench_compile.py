@@ -4,6 +4,7 @@
     python tools/bench_compile.py [--rows 50000] [--ppl-rows 15000] [--modes default,compat]
                                   [--jobs 1] [--memory-rows 1000000]
                                   [--only startup,gen,ppl,memory]
+                                  [--opencompass PYTHON [--opencompass-rows 5000]]
 
 Writes, into a temporary folder, a dataset config in the shape of OpenCompass's
 ``mmlu/mmlu_gen_4d595a.py`` (5-shot FixK, a dict ICE template, ``</E>`` in ``begin``), one in
@@ -19,6 +20,9 @@ configs, the output folder and manifest): the gen job on a dataset of one test r
 ``--limit 1`` on the ``--rows`` dataset (which also indexes and hashes that file); each is the
 best of three runs.
 The memory run compiles a ``--memory-rows`` gen dataset 0-shot and 5-shot.
+With ``--opencompass PYTHON`` (an interpreter with OpenCompass 0.5.4 installed), each job is
+also run by OpenCompass itself, in-process on the first ``--opencompass-rows`` test rows of the
+same files (``tools/bench_opencompass.py``), and the ratio of the rates is printed.
 The configs are written by hand for this benchmark; no OpenCompass file is copied.
 """
 
@@ -197,6 +201,30 @@ def _count(out: Path) -> int:
     return sum(v["records"] for v in manifest["outputs"].values())
 
 
+def _opencompass(args: argparse.Namespace, root: Path, name: str, config: str, rows: int,
+                 data: str, ours: float) -> None:
+    """OpenCompass's in-process prompt building of the same job (first ``--opencompass-rows``
+    test rows), and our slower mode's rate over its rate."""
+    n = min(rows, args.opencompass_rows)
+    sub = root / f"oc_{name}"
+    for folder in (root / data).iterdir():
+        for file in folder.iterdir():
+            with file.open(encoding="utf-8") as fh:
+                lines = [line for _, line in zip(range(n), fh, strict=False)]
+            (sub / folder.name).mkdir(parents=True, exist_ok=True)
+            (sub / folder.name / file.name).write_text("".join(lines), encoding="utf-8")
+    abbr = "lukaeval-mmlu-college_physics" if name == "gen" else "ceval-college_physics"
+    proc = subprocess.run([args.opencompass, str(ROOT / "tools" / "bench_opencompass.py"),
+                           config, abbr, str(sub)], cwd=root, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"OpenCompass run failed:\n{proc.stderr[-2000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    rate = result["prompts_per_s"]
+    print(f"{name:<6} [opencompass 0.5.4, in-process] {n:>8} rows {result['prompts']:>8} prompts "
+          f"{result['seconds']:6.2f} s {rate:8.0f} prompts/s | compile-prompts (slower mode) is "
+          f"{ours / rate:5.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=50_000, help="gen test rows")
@@ -206,6 +234,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", default="startup,gen,ppl,memory",
                     help="which runs: startup, gen, ppl, memory")
+    ap.add_argument("--opencompass", metavar="PYTHON",
+                    help="an interpreter with OpenCompass 0.5.4: time its own prompt building of "
+                         "the same gen and ppl jobs (tools/bench_opencompass.py) side by side")
+    ap.add_argument("--opencompass-rows", type=int, default=5_000,
+                    help="rows of OpenCompass's runs (it is slow: rates are compared)")
     args = ap.parse_args()
     runs = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bench_compile.") as tmp:
@@ -227,13 +260,14 @@ def main() -> None:
         if "startup" in runs:
             _write_rows(root / "tiny" / mmlu / "dev.jsonl", 5, "input", "target")
             _write_rows(root / "tiny" / mmlu / "test.jsonl", 1, "input", "target")
-            for label, data, extra in (("1-row dataset", "tiny", []),
-                                       (f"--limit 1 of {args.rows} rows", "data", ["--limit", "1"])):
+            limited = (f"--limit 1 of {args.rows} rows", "data", ["--limit", "1"])
+            for label, data, extra in (("1-row dataset", "tiny", []), limited):
                 best = min(_run([*cli, "mmlu_gen.py", "--model", "model.py", "--data-dir", data,
                                  "-o", str(root / "out_startup"), *extra], root)
                            for _ in range(3))
                 print(f"{'startup':<6} [default] {label:<28} {best[0]:6.3f} s wall | cpu "
                       f"{best[1]:6.3f} s | peak RSS {best[2]:6.1f} MiB  (best of 3)")
+        ours: dict[str, float] = {}  # the slower mode's prompts/s, per job
         jobs = [("gen", "mmlu_gen.py", args.rows, "data"),
                 ("ppl", "ceval_ppl.py", args.ppl_rows, "data")]
         for name, config, rows, data in jobs:
@@ -241,12 +275,15 @@ def main() -> None:
                 continue
             for mode in args.modes.split(","):
                 out = root / f"out_{name}_{mode}"
-                dt, cpu, rss = _run([*cli, config, "--model", "model.py", "--data-dir", data,
-                                     "-o", str(out), "--mode", mode, "--jobs", str(args.jobs)], root)
+                dt, cpu, rss = _run([*cli, config, "--model", "model.py", "--data-dir", data, "-o",
+                                     str(out), "--mode", mode, "--jobs", str(args.jobs)], root)
                 n = _count(out)
+                ours[name] = min(ours.get(name, n / dt), n / dt)
                 print(f"{name:<6} [{mode:<7}] jobs={args.jobs} {rows:>8} rows {n:>8} prompts "
                       f"{dt:6.2f} s {n / dt:8.0f} prompts/s | cpu {cpu:6.2f} s {n / cpu:8.0f} "
                       f"prompts/cpu-s | peak RSS {rss:6.1f} MiB")
+            if args.opencompass:
+                _opencompass(args, root, name, config, rows, data, ours[name])
         if "memory" in runs:
             big = args.memory_rows
             _write_rows(root / "big" / mmlu / "dev.jsonl", 5, "input", "target")

@@ -426,13 +426,15 @@ def _rows_to_file(dataset: dict[str, Any], rng: random.Random,
     rows = rows if isinstance(rows, list) else []
     lines = []
     limit = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)
-    for row in rows:
-        try:
-            lines.append(json.dumps(row, ensure_ascii=rng.random() < 0.5))
-        except (TypeError, ValueError):
-            lines.append(repr(row))
-    sys.set_int_max_str_digits(limit)
+    sys.set_int_max_str_digits(0)  # process-wide: restored whatever happens (tests share it)
+    try:
+        for row in rows:
+            try:
+                lines.append(json.dumps(row, ensure_ascii=rng.random() < 0.5))
+            except (TypeError, ValueError, RecursionError):
+                lines.append(repr(row))
+    finally:
+        sys.set_int_max_str_digits(limit)
     if rng.random() < 0.2:
         lines.insert(rng.randrange(len(lines) + 1), rng.choice(
             ["", "{", "[1, 2]", "null", "1" * 5000, '{"question": ' + "9" * 5000 + "}",
