@@ -321,3 +321,41 @@ def test_api_classes_without_a_tokenizer_count_opencompass_api_words() -> None:
                           ).count_tokens("Hello, world!") == 2
     assert compiler.model({"abbr": "o", "parser": "api", "tokenizer": "api-words"}
                           ).count_tokens is api_words
+
+
+def test_api_words_key_through_the_cli(tmp_path: Path) -> None:
+    # `tokenizer: api-words` (OpenCompass's BaseAPIModel count: ASCII letter/digit runs plus one
+    # per CJK ideograph) from a YAML file, beside the whitespace default. Hand counts:
+    #   shot 0 "Q: one two A: yes"  api-words 5 (Q one two A yes)   whitespace 5
+    #   shot 1 "Q: 你好 A: 是"        api-words 5 (Q A 你 好 是)       whitespace 4
+    #   test   "Q: x-ray 3.5 A:"    api-words 6 (Q x ray 3 5 A)     whitespace 4
+    # max_seq_len 15: api-words 16 > 15 drops shot 1 (11); whitespace 13 keeps both.
+    import json as _json
+
+    from tests._cli import run_cli
+
+    (tmp_path / "data.yaml").write_text(
+        "datasets:\n  - abbr: d\n    reader_cfg: {input_columns: [q], output_column: a}\n"
+        "    infer_cfg:\n"
+        "      ice_template: {type: PromptTemplate, template: 'Q: {q} A: {a}'}\n"
+        "      prompt_template: {type: PromptTemplate, template: '</E>Q: {q} A:',"
+        " ice_token: '</E>'}\n"
+        "      retriever: {type: FixKRetriever, fix_id_list: [0, 1]}\n"
+        "      inferencer: {type: GenInferencer}\n"
+        "    splits:\n      train: [{q: one two, a: 'yes'}, {q: 你好, a: 是}]\n"
+        "      test: [{q: x-ray 3.5, a: 'no'}]\n", encoding="utf-8")
+    (tmp_path / "models.yaml").write_text(
+        "models:\n"
+        "  - {abbr: api, parser: lm, max_seq_len: 15, tokenizer: api-words}\n"
+        "  - {abbr: words, parser: lm, max_seq_len: 15}\n", encoding="utf-8")
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    proc = run_cli(tmp_path / "data.yaml", tmp_path / "models.yaml", "-o", tmp_path / "out",
+                   cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    api = _json.loads((tmp_path / "out" / "api" / "d.jsonl").read_text(encoding="utf-8"))
+    words = _json.loads((tmp_path / "out" / "words" / "d.jsonl").read_text(encoding="utf-8"))
+    assert api["ice_ids"] == [0]
+    assert words["ice_ids"] == [0, 1]
+    assert "你好" not in api["prompt"] and api["prompt"].endswith("Q: x-ray 3.5 A:")
+    assert "Q: 你好 A: 是" in words["prompt"]
