@@ -322,20 +322,14 @@ def _tokenizer_source(value: str, config_dir: Path) -> tuple[str, list[str]]:
     (as ``chat_template``), plus the files it reads for the manifest; a counter name, a
     tiktoken name or a missing path is left as written (the loader reports it)."""
     from ..compiler import Compiler
+    from ..model.tokenize import existing_path
 
     if value.startswith("tiktoken:") or value in Compiler().token_counters:
         return value, []
-    try:
-        path = Path(value).expanduser()
-    except RuntimeError:  # "~name" of no such user: left as written, the loader reports it
-        return value, []
-    for candidate in ([path] if path.is_absolute() else [config_dir / path, path]):
-        try:
-            if not candidate.exists():
-                continue
-        except (OSError, ValueError):  # a name too long, a NUL byte: not a path here
+    for base in (config_dir, None):  # beside the config first, then the working directory
+        found = existing_path(value, base)
+        if found is None:
             continue
-        found = candidate.resolve()
         folder = found if found.is_dir() else found.parent
         files = [str(folder / name) for name in _TOKENIZER_FILES
                  if (folder / name).is_file()]

@@ -101,7 +101,7 @@ def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenize
                           key_path="model.tokenizer")
     if spec.startswith("tiktoken:"):
         return _tiktoken(spec.partition(":")[2])
-    path = _existing(spec, base_dir)
+    path = existing_path(spec, base_dir)
     if path is not None:
         return _hf(path)
     looks_like_path = "/" in spec or "\\" in spec or spec.endswith(".json")
@@ -114,7 +114,7 @@ def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenize
         hint="give a path to a tokenizer.json (or its folder), or e.g. 'cl100k_base' / 'gpt-4'")
 
 
-def _existing(spec: str, base_dir: str | Path | None) -> Path | None:
+def existing_path(spec: str, base_dir: str | Path | None = None) -> Path | None:
     """``spec`` as an existing path (relative to ``base_dir``), else None: also for a value
     that cannot name a file here (too long, a NUL byte, ``~user`` of no such user)."""
     try:
