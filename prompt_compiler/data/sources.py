@@ -57,10 +57,11 @@ BUILTIN_READERS: dict[str, str | None] = {
     "json": "json",
     "csv": "csv",
     "hf_disk": "hf_disk",
+    "parquet": "parquet",
     "JsonlDataset": "jsonl",  # OpenCompass's JSONL loader
     "CustomDataset": None,  # OpenCompass's loader that picks .jsonl / .csv by suffix
 }
-_SUFFIX_READERS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv"}
+_SUFFIX_READERS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 _HF_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 
 
@@ -194,7 +195,9 @@ def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows |
     tried.append(str(single))
     if single.is_file():
         return DatasetRows(_jsonl(single), None, str(single))
-    return None
+    from .parquet import from_data_dir
+
+    return from_data_dir(data_dir, abbr, tried)
 
 
 def _resolve(name: str, config_dir: Path, tried: list[str]) -> Path | None:
@@ -202,21 +205,42 @@ def _resolve(name: str, config_dir: Path, tried: list[str]) -> Path | None:
     candidates = [path] if path.is_absolute() else [config_dir / path, Path.cwd() / path]
     for candidate in candidates:
         tried.append(str(candidate))
-        if candidate.exists():
+        if candidate.exists() or _glob(candidate):
             return candidate
     return None
 
 
+def _glob(pattern: Path) -> list[Path]:
+    """The files a path with ``*``, ``?`` or ``[`` names, in name order (none: not a glob)."""
+    import glob
+
+    text = str(pattern)
+    if not glob.has_magic(text) or pattern.exists():
+        return []
+    return [Path(f) for f in sorted(glob.glob(text)) if Path(f).is_file()]
+
+
 def _read(file: Path, reader: str | None) -> DatasetRows:
+    matched = _glob(file)
+    if matched:
+        from .parquet import glob_rows
+
+        return glob_rows(str(file), matched, reader)
     if reader is None:
         if file.is_dir():
             reader = "hf_disk" if any((file / m).exists() for m in _HF_MARKERS) else "dir"
         else:
             reader = _SUFFIX_READERS.get(file.suffix.lower())
+    if reader in ("dir", "parquet"):
+        from .parquet import folder_rows
+
+        found = folder_rows(file)
+        if found is not None:
+            return found
     if reader == "dir":
         files = sorted(file.glob("*.jsonl"))
         if not files:
-            raise DataError(f"{file}: folder holds no <split>.jsonl files")
+            raise DataError(f"{file}: folder holds no <split>.jsonl or <split>.parquet files")
         return DatasetRows(None, {f.stem: _jsonl(f) for f in files}, str(file))
     if not file.is_dir() and not file.is_file() and _PEEKING.get():
         raise NotPeekable(str(file))
@@ -236,7 +260,7 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
         return DatasetRows(None, data_hf, str(file))
     raise DataError(
         f"{file}: cannot tell how to read this file (suffix {file.suffix or '(none)'!r})",
-        hint="set the dataset's type to one of: jsonl, json, csv, hf_disk",
+        hint="set the dataset's type to one of: jsonl, json, csv, parquet, hf_disk",
     )
 
 
@@ -596,13 +620,15 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path
     found = [_resolve(n, config_dir, []) for n in names if isinstance(n, str)]
     if names and all(f is not None for f in found):
         return [g for f in found if f is not None
-                for g in (sorted(p for p in f.rglob("*") if p.is_file()) if f.is_dir() else [f])]
+                for g in (sorted(p for p in f.rglob("*") if p.is_file()) if f.is_dir() else
+                          _glob(f) or [f])]
     if data_dir is not None:
         folder = Path(data_dir) / dataset.abbr
-        files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-        if files:
-            return files
-        single = Path(data_dir) / f"{dataset.abbr}.jsonl"
-        if single.is_file():
-            return [single]
+        for suffix in (".jsonl", ".parquet"):
+            files = sorted(folder.glob("*" + suffix)) if folder.is_dir() else []
+            if files:
+                return files
+            single = Path(data_dir) / f"{dataset.abbr}{suffix}"
+            if single.is_file():
+                return [single]
     return []
