@@ -132,11 +132,12 @@ def _globs(value: Globs) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def model_from_name(name_or_file: str) -> list[ModelConfig]:
+def model_from_name(name_or_file: str, *,
+                    opencompass_configs: PathArg | None = None) -> list[ModelConfig]:
     """Models from a config file, or the meta template library entry of that name."""
     path = Path(name_or_file)
     if path.suffix in (".py", ".yaml", ".yml", ".json") or path.exists():
-        suite = load_config(path)
+        suite = load_config(path, opencompass_configs=opencompass_configs)
         if not suite.models:
             raise ConfigError("this config defines no models", config_path=str(path))
         return list(suite.models)
@@ -147,13 +148,17 @@ def model_from_name(name_or_file: str) -> list[ModelConfig]:
     return [ModelConfig(tpl.name, str(tpl.path), "meta_template", spec)]
 
 
-def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()) -> Suite:
+def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = (),
+         opencompass_configs: PathArg | None = None) -> Suite:
     """Load config files and folders (str or Path, one or many) and pair them up.
 
     Args:
         paths: Config files and folders.
         models: Template names or model config files; they replace the models of the eval
             configs and join the model-only files (see the module docstring).
+        opencompass_configs: The folder ``from opencompass.configs.<x> import y`` reads
+            (OpenCompass's ``configs/``, holding ``datasets/`` and ``models/``); by default
+            ``$PROMPT_COMPILER_OPENCOMPASS_CONFIGS``, else an installed ``opencompass``'s.
 
     Raises:
         ConfigError: A config is malformed, or two different entries share an abbr.
@@ -161,10 +166,11 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     try:
-        configs = load_configs([Path(p) for p in paths])
+        configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs)
     except PromptCompilerError as err:
         raise _at_origin(err) from None
-    override = [m for name in _globs(models) for m in model_from_name(name)]
+    override = [m for name in _globs(models)
+                for m in model_from_name(name, opencompass_configs=opencompass_configs)]
     groups: list[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]]] = []
     free_ds: list[DatasetConfig] = []
     free_models: list[ModelConfig] = []
@@ -593,7 +599,7 @@ def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> l
     for cfg in suite.configs:
         files[cfg.path] = None
         if cfg.path.suffix == ".py":
-            files.update(dict.fromkeys(base_files(cfg.path)))
+            files.update(dict.fromkeys(base_files(cfg.path, cfg.opencompass_root)))
     datasets = {p.dataset.abbr: p.dataset for p in pairs}
     for dataset in datasets.values():
         files.update(dict.fromkeys(row_files(dataset, data_dir)))

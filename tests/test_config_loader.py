@@ -131,7 +131,8 @@ def test_package_style_import_without_root_is_a_clear_error(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as info:
         load_config(cfg)
     assert str(info.value).startswith(str(cfg))
-    assert "configs/" in str(info.value) and "opencompass_root" in str(info.value)
+    assert "needs OpenCompass's configs folder" in str(info.value)
+    assert "--opencompass-configs DIR" in str(info.value)
     _no_shim_left()
     # with an explicit root the same import resolves
     suite = load_config(cfg, opencompass_root=OC)

@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_FILE",
                    help="a model template name (see 'compile-prompts models') or a model config "
                         "file; replaces the models of the configs (repeatable)")
+    p.add_argument("--opencompass-configs", type=Path, metavar="DIR",
+                   help="the folder `from opencompass.configs.X import y` reads (OpenCompass's "
+                   "configs/, holding datasets/ and models/); default: "
+                   "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
     p.add_argument("--data-dir", type=Path,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
     p.add_argument("-o", "--out", type=Path, help="output folder (default: ./out)")
@@ -213,7 +217,8 @@ def _run(args: argparse.Namespace) -> int:
         writes = not args.check and (args.out is not None or not args.show)
         if writes:  # repair what a dead run left; fail now, not after loading, if OUT is busy
             OutputDir(args.out or Path("out")).recover()
-        loaded = S.load(args.paths, models=args.model)
+        loaded = S.load(args.paths, models=args.model,
+                        opencompass_configs=args.opencompass_configs)
         if args.fewshot:
             import dataclasses
 

@@ -29,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="config files or folders")
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_FILE",
                    help="a model template name or model config file; replaces the configs' models")
+    p.add_argument("--opencompass-configs", type=Path, metavar="DIR",
+                   help="the folder `from opencompass.configs.X import y` reads (OpenCompass's "
+                   "configs/, holding datasets/ and models/); default: "
+                   "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
     p.add_argument("--data-dir", type=Path,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
     p.add_argument("--mode", choices=("default", "compat"), default="default")
@@ -48,7 +52,8 @@ def run(argv: list[str]) -> int:
     from .compile import quiet_warnings
 
     try:
-        loaded = S.load(args.paths, models=args.model)
+        loaded = S.load(args.paths, models=args.model,
+                        opencompass_configs=args.opencompass_configs)
         if args.fewshot:
             import dataclasses
 

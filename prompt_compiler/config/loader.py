@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..values import describe_load_error
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
+from .oc_configs import configs_folder, package_root
 from .pyconfig import load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
@@ -30,14 +31,18 @@ _JOB_KEYS = frozenset({"dataset", "model"})
 PathLike = str | os.PathLike[str]
 
 
-def load_config(path: PathLike, *, opencompass_root: PathLike | None = None) -> SuiteConfig:
+def load_config(path: PathLike, *, opencompass_root: PathLike | None = None,
+                opencompass_configs: PathLike | None = None) -> SuiteConfig:
     """Load one config file.
 
     Args:
         path: A ``.py``, ``.yaml``, ``.yml`` or ``.json`` file.
-        opencompass_root: The folder standing in for the ``opencompass`` package when a
-            Python config imports ``opencompass.configs...`` in ``read_base()``; by default
-            the parent of the nearest enclosing ``configs/`` folder.
+        opencompass_root: The folder standing in for the ``opencompass`` package (the
+            parent of its ``configs/``) when a Python config imports
+            ``opencompass.configs...`` in ``read_base()``.
+        opencompass_configs: The folder ``opencompass.configs`` stands for (the one holding
+            ``datasets/`` and ``models/``). Without either, see :mod:`.oc_configs` for where
+            it is looked for.
 
     Raises:
         ConfigError: The file is missing, malformed, or defines no datasets and no models.
@@ -49,13 +54,14 @@ def load_config(path: PathLike, *, opencompass_root: PathLike | None = None) -> 
         raise ConfigError("is a directory; use load_configs() for folders", config_path=display)
     if not file.is_file():
         raise ConfigError("no such config file", config_path=display)
-    suite = _load_file(file, display, _root(opencompass_root), named=True)
+    suite = _load_file(file, display, _root(opencompass_root, opencompass_configs), named=True)
     assert suite is not None  # named files never come back empty
     return suite
 
 
 def load_configs(
-    paths: Sequence[PathLike], *, opencompass_root: PathLike | None = None
+    paths: Sequence[PathLike], *, opencompass_root: PathLike | None = None,
+    opencompass_configs: PathLike | None = None,
 ) -> tuple[SuiteConfig, ...]:
     """Load config files and folders, in the order given.
 
@@ -67,7 +73,7 @@ def load_configs(
     Raises:
         ConfigError: As :func:`load_config`, for the first failing file.
     """
-    root = _root(opencompass_root)
+    root = _root(opencompass_root, opencompass_configs)
     suites: list[SuiteConfig] = []
     for path in paths:
         folder = Path(path)
@@ -82,8 +88,12 @@ def load_configs(
     return tuple(suites)
 
 
-def _root(value: PathLike | None) -> Path | None:
-    return None if value is None else Path(value)
+def _root(value: PathLike | None, configs: PathLike | None = None) -> Path | None:
+    """The package root given, else the one of the configs folder found (or None)."""
+    if value is not None:
+        return Path(value)
+    folder = configs_folder(configs)
+    return None if folder is None else package_root(folder)
 
 
 def _walk(folder: Path) -> list[Path]:
@@ -137,7 +147,8 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool) -> S
             hint="define a top-level `datasets` / `models` list, or `*_datasets` / `*_models` "
             "variables",
         )
-    return SuiteConfig(path=file, datasets=datasets, models=models)
+    return SuiteConfig(path=file, datasets=datasets, models=models,
+                       opencompass_root=root if suffix == ".py" else None)
 
 
 def _compile_job(file: Path, display: str, job: dict[str, Any]) -> SuiteConfig:

@@ -27,6 +27,7 @@ from typing import Any
 from ..errors import ConfigError, PromptCompilerError
 from . import python_loader
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
+from .oc_configs import ENV_VAR
 from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
 from .records import TypeRef
 
@@ -182,10 +183,12 @@ def _wrap(exc: Exception, path: Path, display: str, root: Path | None) -> Config
         message += f": {text}"
     hint = None
     if root is None and "opencompass" in text and "install" in text:
-        hint = (
-            "`from opencompass.configs... import` needs the configs in a folder named "
-            "configs/ (or pass opencompass_root)"
-        )
+        message = ("`from opencompass.configs... import`"
+                   f"{f' ({where})' if where else ''} needs OpenCompass's configs folder, "
+                   "and none was found")
+        hint = (f"give --opencompass-configs DIR (load(..., opencompass_configs=DIR)), set "
+                f"{ENV_VAR}=DIR, or `pip install --no-deps opencompass`; DIR is the folder "
+                "holding datasets/ and models/")
     return ConfigError(message, config_path=display, hint=hint)
 
 

@@ -77,3 +77,6 @@ class SuiteConfig:
     """Compile options of a JSON compile job (e.g. ``normalizing_str``); else empty."""
     job_id: str | None = None
     """The ``id`` of a JSON compile job; else None."""
+    opencompass_root: Path | None = None
+    """The folder ``opencompass`` stood for while a Python config loaded (the parent of the
+    configs folder ``opencompass.configs`` resolved to); None when none was found."""

@@ -9,7 +9,9 @@ Input paths are written relative to the *input root*: the deepest folder that ho
 folders of all given paths (``compile-prompts configs/`` -> the folder holding
 ``configs``, so ``configs/eval_demo.py``; ``compile-prompts a/x.py a/y.py`` -> ``a``, so
 ``x.py``). A file outside the root is written with ``..`` segments. :func:`input_path`
-is the one normalisation; use it for every input that shapes the output.
+is the one normalisation; use it for every input that shapes the output. A file of the
+OpenCompass configs folder that ``opencompass.configs`` resolved to is written
+``opencompass:configs/...`` (:mod:`prompt_compiler.config.oc_configs`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def input_path(path: str | os.PathLike[str], root: Path) -> str:
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     if real.startswith(package + os.sep):
         return Path("prompt_compiler", os.path.relpath(real, package)).as_posix()
+    from ..config.oc_configs import manifest_name
+
+    named = manifest_name(real)
+    if named is not None:  # OpenCompass's configs, wherever they lie on this machine
+        return named
     try:
         rel = os.path.relpath(real, root)
     except ValueError:  # another drive (Windows): no relative path exists
