@@ -544,7 +544,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     outputs: dict[str, dict[str, Any]] = {}
     writer = None
     if out is not None:
-        _check_not_inside(out, [*suite.paths, *([data_dir] if data_dir else [])])
+        _check_not_inside(out, _every_input(suite, data_dir))
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
     try:
         if jobs > 1 and writer is not None:
@@ -606,6 +606,32 @@ def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> l
     for model in {p.model.abbr: p.model for p in pairs}.values():
         files.update(dict.fromkeys(Path(f) for f in model.files))
     return list(files)
+
+
+def _every_input(suite: Suite, data_dir: Path | None) -> list[str | os.PathLike[str]]:
+    """What replacing OUT must not delete: the paths given, ``--data-dir`` and the input
+    files of every dataset and model of the suite (not only the pairs compiled now)."""
+    from .config.bases import base_files
+    from .data.sources import row_files
+
+    found: list[str | os.PathLike[str]] = [*suite.paths, *([data_dir] if data_dir else [])]
+    for cfg in suite.configs:
+        found.append(cfg.path)
+        if cfg.path.suffix == ".py":
+            found += base_files(cfg.path)
+    for dataset in suite.datasets:
+        found += row_files(dataset, data_dir)
+        for key in ("path", "data_files"):  # a folder or file named but not (yet) found too
+            value = dataset.spec.get(key)
+            if isinstance(value, str) and value:
+                found.append(Path(dataset.config_path).parent / value)
+    for model in suite.models:
+        found += model.files
+        for key in ("tokenizer", "chat_template"):
+            value = model.spec.get(key)
+            if isinstance(value, str) and value and os.path.exists(value):
+                found.append(value)
+    return found
 
 
 def _check_names(pairs: Sequence[Pair]) -> None:
