@@ -245,7 +245,7 @@ class Compiler:
         if not isinstance(infer, Mapping):
             raise ConfigError("infer_cfg is required and must be a dict", key_path="infer_cfg")
         reader = ReaderConfig.from_dict(dataset.get("reader_cfg"))
-        model = self.model(model_cfg)
+        model = self.model(model_cfg).with_dataset_keys(dataset)
         ice = self._template(infer["ice_template"], "infer_cfg.ice_template") \
             if "ice_template" in infer else None
         prompt = self._template(infer["prompt_template"], "infer_cfg.prompt_template") \

@@ -561,9 +561,12 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                 else:
                     digest = writer.write_blocks(pair.out_name, blocks)
                 outputs[pair.out_name] = counts.entry(pair, digest)
+        from .model.chat_controls import manifest_models
+
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
                                   inputs=input_files(suite, pairs, data_dir), outputs=outputs,
-                                  arguments=arguments)
+                                  arguments=arguments, models=manifest_models(
+                                      {p.model.abbr: p.model for p in pairs}.values(), mode))
         if writer is not None:
             writer.write_json(MANIFEST, manifest)
             writer.commit()

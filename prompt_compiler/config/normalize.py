@@ -8,6 +8,7 @@ and the key path of the offending value.
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,7 +48,8 @@ _INFER_PARTS = ("ice_template", "prompt_template", "retriever", "inferencer")
 _DROPPED_DATASET_KEYS = frozenset({"eval_cfg"})  # evaluation only; never affects prompts
 _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
 # Model keys handed to the compiler as written (validated by building the model below).
-_MODEL_PASS_KEYS = ("template_kwargs", "api_format", "prompter", "tokenizer")
+_MODEL_PASS_KEYS = ("template_kwargs", "api_format", "prompter", "tokenizer",
+                    "chat_template_kwargs", "assistant_prefix", "tools", "documents", "date")
 
 
 def collect_entries(
@@ -293,6 +295,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     for key in _MODEL_PASS_KEYS:
         if entry.get(key) is not None:
             spec[key] = _clean(entry[key], f"{key_path}.{key}", config_path, None, abbr)
+    if isinstance(spec.get("date"), (datetime.date, datetime.datetime)):
+        spec["date"] = spec["date"].isoformat()  # YAML reads an unquoted 2025-01-31 as a date
     files: list[str] = []
     template_file = getattr(template, "path", None) if isinstance(entry.get("meta_template"), str) \
         else None

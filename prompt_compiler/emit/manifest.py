@@ -60,16 +60,21 @@ def input_path(path: str | os.PathLike[str], root: Path) -> str:
 
 def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLike[str]],
                    root: Path, outputs: Mapping[str, Mapping[str, Any]],
-                   arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   arguments: Mapping[str, Any] | None = None,
+                   models: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The manifest as a dict; inputs and outputs sorted by path, each input hashed.
 
     ``arguments``: the CLI arguments that shape the output (``--only``, ``--limit``, ...),
-    written as given after the mode, when there are any.
+    written as given after the mode, when there are any. ``models``: per model abbr, the
+    chat-template settings no input file shows (the ``date`` its template prints, its
+    ``chat_template_kwargs`` and their sha256), when any model has some.
     """
     files = {input_path(p, root): Path(p) for p in inputs if Path(p).is_file()}
     head: dict[str, Any] = {"tool": TOOL, "version": version, "mode": mode}
     if arguments:
         head["arguments"] = dict(arguments)
+    if models:
+        head["models"] = {name: dict(models[name]) for name in sorted(models)}
     return {
         **head,
         "inputs": [{"path": name, "sha256": sha256_file(files[name])} for name in sorted(files)],

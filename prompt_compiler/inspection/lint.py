@@ -19,6 +19,10 @@ Each :class:`Finding` has a stable ``code``:
 ``system-dropped``
     The prompt has a system message that the model's template drops or merges into a
     user turn (see :mod:`prompt_compiler.model.system_role`).
+``unused-template-kwarg``
+    A model's ``chat_template_kwargs`` names a variable its chat template never reads
+    (a typo such as ``enable_thinkng``, or a switch of another model family), so it
+    changes nothing. Reported once per model (``dataset`` is ``None``).
 
 Findings are warnings: the compile itself still succeeds. Model-independent findings
 carry ``model=None``.
@@ -40,7 +44,8 @@ from ..template.placeholders import unknown_placeholders
 __all__ = ["CODES", "Finding", "lint_suite"]
 
 CODES = ("unknown-placeholder", "special-token-in-data", "template-syntax-in-data",
-         "empty-prompt", "empty-test-split", "shot-leak", "system-dropped")
+         "empty-prompt", "empty-test-split", "shot-leak", "system-dropped",
+         "unused-template-kwarg")
 
 _NO_MODEL = {"abbr": "(no model)", "parser": "lm", "meta_template": None}
 
@@ -265,4 +270,30 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
                                      options.get(dataset.abbr, dict(suite.options)), compiler).run()
         except PromptCompilerError as err:
             raise err.located(**where) from None
+    used = {p.model.abbr for p in pairs}
+    findings += _unread_kwargs([m for m in suite.models if m.abbr in used], compiler)
     return findings
+
+
+def _unread_kwargs(models: Sequence[Any], compiler: Compiler) -> list[Finding]:
+    """``unused-template-kwarg``: chat_template_kwargs the model's chat template never reads."""
+    import difflib
+
+    from ..model.chat_controls import template_variables, unread_kwargs
+
+    found = []
+    for config in models:
+        key = next((k for k in ("chat_template_kwargs", "template_kwargs")
+                    if config.spec.get(k)), None)
+        if key is None or config.spec.get("chat_template") is None:
+            continue
+        model = compiler.model({**config.spec, "abbr": config.abbr})
+        read = sorted(template_variables(model.chat_template))
+        for name in unread_kwargs(model.chat_template, model.template_kwargs):
+            close = difflib.get_close_matches(name, read, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            found.append(Finding(
+                "unused-template-kwarg",
+                f"the chat template never reads {name!r}, so setting it changes nothing{hint}",
+                config.config_path, None, config.abbr, f"{config.key_path}.{key}.{name}"))
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -147,6 +147,15 @@ class Model:
     ``None`` keeps OpenCompass's behaviour."""
     model_class: str | None = None
     """The OpenCompass model class (``type``), which decides an API model's request shape."""
+    assistant_prefix: str | None = None
+    """Text the reply starts with, in gen prompts (:mod:`prompt_compiler.model.chat_controls`)."""
+    tools: Any = None
+    """Tool schemas handed to the chat template (``tools``), or ``None``."""
+    documents: Any = None
+    """Retrieval documents handed to the chat template (``documents``), or ``None``."""
+    date: str | None = None
+    """The date the chat template's ``strftime_now`` prints (``today``: the clock); set only
+    when the template prints one."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -209,10 +218,39 @@ class Model:
             except PromptCompilerError as err:
                 raise err.located(model=str(abbr), key_path=f"{where}.api_format")
         prompter = _prompter(cfg.get("prompter"), parser, f"{where}.prompter", str(abbr))
-        kwargs = cfg.get("template_kwargs") or {}
-        if not isinstance(kwargs, Mapping):
-            raise ConfigError("template_kwargs must be a dict", key_path=f"{where}.template_kwargs",
+        from . import chat_controls as cc
+
+        kw_key = "chat_template_kwargs" if cfg.get("chat_template_kwargs") is not None \
+            else "template_kwargs"
+        if cfg.get("chat_template_kwargs") is not None and cfg.get("template_kwargs") is not None:
+            raise ConfigError("give chat_template_kwargs or its older name template_kwargs, "
+                              "not both", key_path=f"{where}.chat_template_kwargs",
                               model=str(abbr))
+        kwargs = cfg.get(kw_key) or {}
+        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+            raise ConfigError(f"{kw_key} must be a dict of template variable names to values "
+                              f"(e.g. {{enable_thinking: false}}), got {kwargs!r:.60}",
+                              key_path=f"{where}.{kw_key}", model=str(abbr))
+        prefix = cc.check_prefix(cfg.get("assistant_prefix"), where=f"{where}.assistant_prefix",
+                                 model=str(abbr))
+        tools = cc.check_dicts(cfg.get("tools"), "tools", where=f"{where}.tools",
+                               model=str(abbr))
+        documents = cc.check_dicts(cfg.get("documents"), "documents",
+                                   where=f"{where}.documents", model=str(abbr))
+        for key, value in (("tools", tools), ("documents", documents)):
+            if value is not None and chat_template is None:
+                raise ConfigError(f"{key} are handed to a chat template, and this model has "
+                                  "none", key_path=f"{where}.{key}", model=str(abbr),
+                                  hint="give the model a chat_template (parser hf_chat)")
+        date_text, now = cc.parse_date(cfg.get("date"), where=f"{where}.date", model=str(abbr))
+        date = None
+        if chat_template is not None:
+            tokens = cc.tokenizer_special_tokens(count_tokens)
+            if tokens:  # the tokenizer's own tokens, as transformers renders any template
+                chat_template = replace(chat_template, special_tokens={
+                    **chat_template.special_tokens, **tokens})
+            if cc.prints_date(chat_template):
+                chat_template, date = chat_template.with_now(now), date_text
         if system_role == "native" and chat_template is not None:
             from .system_role import chat_template_system
 
@@ -227,7 +265,26 @@ class Model:
         model_class = cfg.get("type")
         return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
                    chat_template, api_format, dict(kwargs), prompter, system_role,
-                   str(model_class).rsplit(".", 1)[-1] if model_class is not None else None)
+                   str(model_class).rsplit(".", 1)[-1] if model_class is not None else None,
+                   prefix, tools, documents, date)
+
+    def with_dataset_keys(self, dataset: Mapping[str, Any]) -> Model:
+        """This model with a dataset's ``assistant_prefix`` / ``tools`` / ``documents``
+        (each wins over the model's own)."""
+        from . import chat_controls as cc
+
+        changes: dict[str, Any] = {}
+        if dataset.get("assistant_prefix") is not None:
+            changes["assistant_prefix"] = cc.check_prefix(
+                dataset["assistant_prefix"], where="assistant_prefix")
+        for key in ("tools", "documents"):
+            if dataset.get(key) is not None:
+                changes[key] = cc.check_dicts(dataset[key], key, where=key)
+                if self.chat_template is None:
+                    raise ConfigError(f"{key} are handed to a chat template, and model "
+                                      f"{self.abbr!r} has none", key_path=key, model=self.abbr,
+                                      hint="give the model a chat_template (parser hf_chat)")
+        return replace(self, **changes) if changes else self
 
     @property
     def is_api(self) -> bool:
@@ -241,8 +298,12 @@ class Model:
 
                 prompt = apply_system_role(prompt, self.system_role, model=self.abbr)
             if self.parser == "lm":
-                return render_lm(prompt, self.meta, mode, policy)
-            return render_api(prompt, self.meta, mode, policy)
+                rendered = render_lm(prompt, self.meta, mode, policy)
+            else:
+                rendered = render_api(prompt, self.meta, mode, policy)
+            if mode == "gen" and self.assistant_prefix is not None:
+                return _with_prefix(rendered, self.assistant_prefix, self.parser == "lm")
+            return rendered
         except PromptCompilerError as err:
             raise err.located(model=self.abbr, key_path="model.meta_template")
 
@@ -264,8 +325,12 @@ class Model:
             last = turns.pop() if turns and turns[-1]["role"] == "user" else {"content": ""}
             return self.prompter.generate_prompt(last["content"], history=turns or None)
         if self.chat_template is not None:
-            return self.chat_template.render(messages, add_generation_prompt=mode == "gen",
-                                             **self.template_kwargs)
+            # A reply prefix is the last (assistant) message, left open for the model.
+            prefill = mode == "gen" and self.assistant_prefix is not None
+            return self.chat_template.render(
+                messages, add_generation_prompt=mode == "gen" and not prefill,
+                continue_final_message=prefill, tools=self.tools, documents=self.documents,
+                **self.template_kwargs)
         from ..api_formats import format_chat
 
         return format_chat(str(self.api_format), messages)
@@ -333,6 +398,22 @@ class Model:
             return _chat_token_len(template, counter, messages)
         except TypeError:  # unhashable content (multimodal blocks): count without the cache
             return _chat_token_len.__wrapped__(template, counter, messages)
+
+
+def _with_prefix(rendered: Any, prefix: str, lm: bool) -> Any:
+    """A gen prompt with the reply's first text: appended to a string (after the meta
+    template's generation prompt), or a final assistant message (a prefill) for messages."""
+    from ..render.api import ApiPrompt, is_message_list
+
+    if isinstance(rendered, str):
+        if lm:
+            return rendered + prefix
+        rendered = ApiPrompt([{"role": "HUMAN", "prompt": rendered}])
+    if isinstance(rendered, ApiPrompt):
+        return ApiPrompt([*rendered, {"role": "BOT", "prompt": prefix}])
+    if is_message_list(rendered):
+        return [*rendered, {"role": "assistant", "content": prefix}]
+    return rendered
 
 
 @lru_cache(maxsize=1 << 14)

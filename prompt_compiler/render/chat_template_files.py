@@ -16,8 +16,8 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["SPECIAL_TOKEN_NAMES", "merge_tokens_map", "named_templates", "read_json_object",
-           "read_model_folder", "read_text", "special_tokens_from_config"]
+__all__ = ["SPECIAL_TOKEN_NAMES", "folder_special_tokens", "merge_tokens_map", "named_templates",
+           "read_json_object", "read_model_folder", "read_text", "special_tokens_from_config"]
 
 SPECIAL_TOKEN_NAMES = (
     "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
@@ -32,13 +32,7 @@ def read_model_folder(folder: Path) -> tuple[dict[str, str], dict[str, Any], str
         )
     config_file = folder / "tokenizer_config.json"
     config = read_json_object(config_file) if config_file.is_file() else {}
-    tokens = special_tokens_from_config(config, str(config_file))
-    map_file = folder / "special_tokens_map.json"
-    if map_file.is_file():
-        token_map = read_json_object(map_file)
-        tokens = merge_tokens_map(
-            tokens, special_tokens_from_config(token_map, str(map_file), tokens_map=True),
-            token_map.get("extra_special_tokens"))
+    tokens = folder_special_tokens(folder, config)
 
     jinja_file, json_file = folder / "chat_template.jinja", folder / "chat_template.json"
     if jinja_file.is_file():
@@ -63,6 +57,27 @@ def read_model_folder(folder: Path) -> tuple[dict[str, str], dict[str, Any], str
             "'chat_template' key in tokenizer_config.json", config_path=str(folder),
         )
     return named, tokens, origin
+
+
+def folder_special_tokens(folder: Path, config: Mapping[str, Any] | None = None
+                          ) -> dict[str, Any]:
+    """The special tokens a tokenizer folder gives a chat template, as transformers 5 reads
+    them: ``tokenizer_config.json``'s, overlaid with ``special_tokens_map.json``'s.
+
+    ``config``: the folder's ``tokenizer_config.json`` when already read. A folder with
+    neither file gives no tokens (a bare ``tokenizer.json`` names none).
+    """
+    config_file = folder / "tokenizer_config.json"
+    if config is None:
+        config = read_json_object(config_file) if config_file.is_file() else {}
+    tokens = special_tokens_from_config(config, str(config_file))
+    map_file = folder / "special_tokens_map.json"
+    if map_file.is_file():
+        token_map = read_json_object(map_file)
+        tokens = merge_tokens_map(
+            tokens, special_tokens_from_config(token_map, str(map_file), tokens_map=True),
+            token_map.get("extra_special_tokens"))
+    return tokens
 
 
 def special_tokens_from_config(
