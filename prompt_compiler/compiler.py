@@ -9,7 +9,7 @@ given as a class name) and streams or collects the compiled records.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from .config.custom import circular_rows, complete_custom_dataset
 from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
 from .data.reader import DatasetRows, ReaderConfig, prepare_rows
 from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError
+from .model.generation import resolve as resolve_generation
 from .model.spec import API_WORD_COUNTED, Model, TokenCounter, api_words, whitespace_tokens
 from .policy import Policy
 from .retrieve.basic import Retriever, default_retrievers
@@ -318,6 +319,7 @@ class Compiler:
             opts["fewshot"] = check_fewshot(dataset.get("fewshot"), where="fewshot")
         check_ice_template(opts["fewshot"], ice)
         job = Job(abbr, reader, rows, ice, prompt, retriever, model, self.policy, opts)
+        job.settings = resolve_generation(model, kind, params)
         return job, kind, params
 
     # -- compiling --------------------------------------------------------------
@@ -392,7 +394,7 @@ class Compiler:
         if rows is not None and (kind in ("clp", "chat", "ppl_only", "inference_ppl_only",
                                           "sw_ce_loss") or params.get("multiround")):
             records = (r for r in records if r.index in rows)
-        return retrieved, labels, _located(records, job)
+        return retrieved, labels, _located(_settled(records, job), job)
 
     def compile(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                 options: Mapping[str, Any] | None = None,
@@ -435,6 +437,19 @@ def _complete_custom(dataset: Mapping[str, Any]) -> dict[str, Any]:
         rows = circular_rows(list(rows), spec["option_keys"], spec["answer_key"])
     spec["rows"] = rows
     return spec
+
+
+def _settled(records: Iterable[Record], job: Job) -> Iterator[Record]:
+    """Records with their row id, the job's generation settings and, with ``tokenize``,
+    their token ids."""
+    ids = None
+    if job.model.tokenize:
+        from .model.token_ids import RecordIds
+
+        ids = RecordIds(job)
+    for rec in records:
+        rec = job.settle(rec)
+        yield rec if ids is None else ids.add(rec)
 
 
 def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:

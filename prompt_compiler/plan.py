@@ -41,7 +41,8 @@ __all__ = ["Plan", "compile_plan", "gen_records", "ppl_records", "supports"]
 
 # Model fields a plan reproduces; any other field set away from its default declines.
 _PLAIN_MODEL_FIELDS = {"abbr", "parser", "meta", "max_seq_len", "batch_size", "count_tokens",
-                       "meta_raw", "model_class"}  # model_class: API request shape only
+                       "meta_raw", "model_class",  # model_class: API request shape only
+                       "max_out_len", "stop_words"}  # generation settings: not the prompt
 # Job options a plan reproduces when set (none yet: normalizing_str, fewshot and anything new
 # decline unless they are None).
 _PLAIN_OPTIONS: frozenset[str] = frozenset()

@@ -44,6 +44,8 @@ BLOCK = 256
 def plannable(job: Job, kind: str, params: Mapping[str, Any]) -> bool:
     """True when :class:`Lines` builds the job's lines from plans (gen and ppl jobs that
     :func:`.plan.supports`, without multiround or normalizing_str)."""
+    if job.model.tokenize:
+        return False  # token ids: the generic record path
     if kind == "gen":
         return not params.get("multiround") and supports(job, kind)
     if kind == "ppl":
@@ -152,6 +154,10 @@ class Lines:
         self.prefix = (b'{"dataset": ' + orjson.dumps(job.abbr) + b', "model": '
                        + orjson.dumps(model.abbr) + b', "mode": "' + kind.encode()
                        + b'", "index": ')
+        settings = job.settings
+        self.settings = record_bytes({"max_out_len": settings.max_out_len,
+                                      "stop": list(settings.stop),
+                                      "stop_token_ids": list(settings.stop_token_ids)})[1:-2]
 
     # -- shapes ---------------------------------------------------------------------
 
@@ -232,9 +238,10 @@ class Lines:
             values = first.values(row)  # "%s" formats each value as str() does
             col = self.gold
             gold = None if col is None else row.get(col)
-            tail = b'", "gold": ' + (orjson.dumps(gold) if type(gold) is str else _json(gold)
-                                     ) + b"}\n"
-            head = self.prefix + b"%d" % index
+            tail = b'", ' + self.settings + b', "gold": ' + (
+                orjson.dumps(gold) if type(gold) is str else _json(gold)) + b"}\n"
+            idx = row.get("idx", index)
+            head = self.prefix + b"%d, \"row\": %d" % (index, idx if type(idx) is int else index)
             compat, limit = self.compat, self.limit
             out: list[bytes] = []
             for shape in shapes:
@@ -270,7 +277,7 @@ class Lines:
             records = ppl_row_records(job, index, ids, self.labels)
         out = []
         for rec in records:
-            obj = record_json(rec)
+            obj = record_json(job.settle(rec))
             if obj.get("over_limit"):
                 self.over_limit += 1
             out.append(record_bytes(obj))

@@ -28,6 +28,8 @@ DEFECTS: dict[str, str] = {
     "D18": "RawPromptTemplate messages pass to chat-template models unchanged",
     "D19": "InferencePPLOnlyInferencer drops in-context examples to fit max_seq_len",
     "D20": "DPPRetriever returns its selection ordered by relevance",
+    "D21": "token ids hold exactly one BOS where the model has one",
+    "D22": "LL: mask_length is the context's token count",
 }
 
 _MODES = {"default": frozenset(DEFECTS), "opencompass": frozenset(), "compat": frozenset()}

@@ -36,7 +36,8 @@ MODELS = {  # abbr -> type of the compiled prompt
     "gpt-4o-mini": list,
     "qwen2.5-7b-instruct-hf": list,
 }
-BASE_KEYS = {"dataset", "model", "mode", "index", "ice_ids", "prompt", "prompt_sha256", "gold"}
+BASE_KEYS = {"dataset", "model", "mode", "index", "row", "ice_ids", "prompt", "prompt_sha256",
+             "max_out_len", "stop", "stop_token_ids", "gold"}
 
 # Two datasets; the second declares an input column its rows lack, so compiling it fails
 # after the first has been compiled.
@@ -148,7 +149,8 @@ def test_records_have_exactly_the_documented_keys(compiled: Path) -> None:
             keys = BASE_KEYS | ({"label"} if mode == "ppl" else set()) | (
                 {"turn"} if mode == "chat" else set())
             assert set(rec) == keys, (name, rec)
-            assert list(rec)[:4] == ["dataset", "model", "mode", "index"]
+            assert list(rec)[:5] == ["dataset", "model", "mode", "index", "row"]
+            assert list(rec)[-4:] == ["max_out_len", "stop", "stop_token_ids", "gold"]
             assert (rec["dataset"], rec["model"], rec["mode"]) == (dataset, model, mode)
             assert isinstance(rec["prompt"], MODELS[model]), (name, rec["prompt"])
             assert rec["prompt_sha256"] == canonical_sha(rec["prompt"])

@@ -52,6 +52,7 @@ def test_truncation_report(tmp_path: Path, mode: str, jobs: str) -> None:
         "model",
         "mode",
         "index",
+        "row",
         "ice_ids",
         "dropped_ice_ids",
         "token_len_before",
@@ -59,6 +60,9 @@ def test_truncation_report(tmp_path: Path, mode: str, jobs: str) -> None:
         "over_limit",
         "prompt",
         "prompt_sha256",
+        "max_out_len",
+        "stop",
+        "stop_token_ids",
         "gold",
     ]
     ppl = records(tmp_path / "out/limited/yn.jsonl")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from ..data.reader import DatasetRows, ReaderConfig
+from ..data.reader import DatasetRows, ReaderConfig, RowView
 from ..errors import (
     DataError,
     MissingTokenError,
@@ -14,6 +14,7 @@ from ..errors import (
     RetrievalError,
     TemplateError,
 )
+from ..model.generation import GenerationSettings
 from ..model.spec import Model
 from ..policy import Policy
 from ..promptlist import PromptList
@@ -21,9 +22,17 @@ from ..retrieve.basic import Retriever
 from ..template.prompt_template import Ice, PromptTemplate
 from ..template.raw_template import RawPromptTemplate
 
-__all__ = ["Job", "Record", "Template"]
+__all__ = ["Job", "Record", "Template", "row_id"]
 
 Template = Union[PromptTemplate, RawPromptTemplate]
+
+
+def row_id(rows: Sequence[Any], index: int) -> int:
+    """The split position of ``rows[index]`` (what the reader wrote into its ``idx``)."""
+    if isinstance(rows, RowView):
+        return int(rows.positions[index])
+    found = rows[index].get("idx", index)
+    return found if type(found) is int else index
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +61,15 @@ class Record:
             dropped that could be.
         chat_messages: OpenAI messages for chat-template models.
         extra: Mode-specific fields (normalizing split, chat history, ...).
+        row: The row's id in the dataset's test split (its position before ``test_range``),
+            the same under ``test_range``, ``--limit``, ``--only`` and ``--jobs``.
+        max_out_len: Tokens the engine may generate (``None``: not set, or a scoring mode).
+        stop: Stop strings (:mod:`prompt_compiler.model.generation`).
+        stop_token_ids: Stop token ids (:mod:`prompt_compiler.model.generation`).
+        input_ids: The token ids the model is fed (only with ``tokenize``; see
+            :mod:`prompt_compiler.model.token_ids`).
+        mask_length: PPL, CLP and LL records with ``input_ids``: the first ``mask_length``
+            ids are context, not scored (OpenCompass's ``get_ppl(..., mask_length)``).
     """
 
     dataset: str
@@ -76,6 +94,12 @@ class Record:
     """Span provenance when asked for (:mod:`prompt_compiler.inspection.spans`); ``None`` otherwise."""
     rendered: Any = None
     gold: Any = None
+    row: int | None = None
+    max_out_len: int | None = None
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    input_ids: tuple[int, ...] | None = None
+    mask_length: int | None = None
 
 
 @dataclass
@@ -99,6 +123,18 @@ class Job:
     that tokens are only counted where a limit needs them."""
     _ice_cache: dict[int, Any] = field(default_factory=dict)
     _token_cache: dict[str, int] = field(default_factory=dict)
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
+    """The generation settings every record of the job carries."""
+
+    def settle(self, rec: Record) -> Record:
+        """``rec`` with its row id and the job's generation settings."""
+        settings = self.settings
+        return replace(rec, row=self.row_id(rec.index), max_out_len=settings.max_out_len,
+                       stop=settings.stop, stop_token_ids=settings.stop_token_ids)
+
+    def row_id(self, index: int) -> int:
+        """The id of test row ``index`` in the dataset's test split (before ``test_range``)."""
+        return row_id(self.rows.test, index)
 
     # -- in-context examples --------------------------------------------------
 

@@ -49,7 +49,8 @@ _DROPPED_DATASET_KEYS = frozenset({"eval_cfg"})  # evaluation only; never affect
 _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
 # Model keys handed to the compiler as written (validated by building the model below).
 _MODEL_PASS_KEYS = ("template_kwargs", "api_format", "prompter", "tokenizer",
-                    "chat_template_kwargs", "assistant_prefix", "tools", "documents", "date")
+                    "chat_template_kwargs", "assistant_prefix", "tools", "documents", "date",
+                    "stop_words", "tokenize")
 
 
 def collect_entries(

@@ -2,12 +2,19 @@
 
 Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
 
-    {"dataset", "model", "mode": "gen"|"ppl"|"clp"|"chat"|"ll"|"loss", "index",
+    {"dataset", "model", "mode": "gen"|"ppl"|"clp"|"chat"|"ll"|"loss", "index", "row",
      "label" (ppl, ll), "turn" (chat; multiround gen), "continuation" (ll), "ice_ids",
      "dropped_ice_ids", "token_len_before", "token_len_after" (only when max_seq_len dropped
      examples or the prompt is over it), "over_limit": true (only then), "prompt",
-     "prompt_sha256", "gold", "spans" (with --spans: see :mod:`prompt_compiler.inspection.spans`)}
+     "prompt_sha256", "input_ids" (with --tokenize), "mask_length" (ppl, clp, ll records
+     with --tokenize), "max_out_len", "stop", "stop_token_ids", "gold",
+     "spans" (with --spans: see :mod:`prompt_compiler.inspection.spans`)}
 
+``index`` counts the compiled test rows (it restarts at 0 under ``test_range``); ``row`` is
+the row's id in the dataset's test split, stable under ``test_range``, ``--limit``,
+``--only`` and ``--jobs``. ``max_out_len``, ``stop`` and ``stop_token_ids`` are the
+generation settings (:mod:`prompt_compiler.model.generation`); ``input_ids`` and
+``mask_length`` are described in :mod:`prompt_compiler.model.token_ids`.
 ``prompt`` is exactly what the model receives (a string, or a list of messages);
 ``prompt_sha256`` hashes its UTF-8 text (a string) or its canonical JSON (a list).
 The truncation report: ``dropped_ice_ids`` are the retrieved example ids that ``max_seq_len``
@@ -37,7 +44,10 @@ from ..errors import DataError
 from ..promptlist import PromptList
 from ..values import is_finite_json
 
-__all__ = ["prompt_sha256", "record_bytes", "record_json", "sha256_file"]
+SCORED = frozenset({"ppl", "clp", "ll"})
+"""Record modes scored on the prompt's tokens: with ids they carry ``mask_length``."""
+
+__all__ = ["SCORED", "prompt_sha256", "record_bytes", "record_json", "sha256_file"]
 
 
 def _jsonable(value: Any) -> Any:
@@ -131,7 +141,7 @@ def record_json(rec: Record) -> dict[str, Any]:
     except DataError as err:
         raise err.located(dataset=rec.dataset, model=rec.model, row=rec.index) from None
     out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
-                           "index": rec.index}
+                           "index": rec.index, "row": rec.row}
     if rec.mode in ("ppl", "ll"):
         _check_strict(rec, "label", rec.label)
         out["label"] = rec.label
@@ -150,6 +160,13 @@ def record_json(rec: Record) -> dict[str, Any]:
         out["over_limit"] = True
     out["prompt"] = prompt
     out["prompt_sha256"] = digest
+    if rec.input_ids is not None:
+        out["input_ids"] = list(rec.input_ids)
+        if rec.mode in SCORED:
+            out["mask_length"] = rec.mask_length
+    out["max_out_len"] = rec.max_out_len
+    out["stop"] = list(rec.stop)
+    out["stop_token_ids"] = list(rec.stop_token_ids)
     out["gold"] = _plain(rec, rec.gold)
     if rec.spans is not None:
         from ..inspection.spans import UNKNOWN

@@ -156,6 +156,12 @@ class Model:
     date: str | None = None
     """The date the chat template's ``strftime_now`` prints (``today``: the clock); set only
     when the template prints one."""
+    max_out_len: int | None = None
+    """The model's ``max_out_len`` (a dataset's inferencer setting wins, as in OpenCompass)."""
+    stop_words: tuple[str, ...] = ()
+    """The model's ``stop_words`` (:mod:`prompt_compiler.model.generation`)."""
+    tokenize: bool = False
+    """Give every record ``input_ids`` (:mod:`prompt_compiler.model.token_ids`)."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -263,10 +269,27 @@ class Model:
                     key_path=f"{where}.system_role", model=str(abbr),
                     hint="use system_role: merge (fold it into the first user turn) or drop")
         model_class = cfg.get("type")
+        max_out = cfg.get("max_out_len")
+        if max_out is not None and (not isinstance(max_out, int) or isinstance(max_out, bool)):
+            raise ConfigError(f"max_out_len must be an int or null, got {max_out!r}",
+                              key_path=f"{where}.max_out_len", model=str(abbr))
+        stop_words = cfg.get("stop_words") or ()
+        if isinstance(stop_words, str) or not isinstance(stop_words, (list, tuple)) or not all(
+                isinstance(s, str) for s in stop_words):
+            raise ConfigError(f"stop_words must be a list of strings, got {stop_words!r:.80}",
+                              key_path=f"{where}.stop_words", model=str(abbr))
+        tokenize = cfg.get("tokenize", False)
+        if not isinstance(tokenize, bool):
+            raise ConfigError(f"tokenize must be true or false, got {tokenize!r:.80}",
+                              key_path=f"{where}.tokenize", model=str(abbr))
+        if tokenize:
+            from .token_ids import check_tokenize
+
+            check_tokenize(parser, count_tokens, where=where, model=str(abbr))
         return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
                    chat_template, api_format, dict(kwargs), prompter, system_role,
                    str(model_class).rsplit(".", 1)[-1] if model_class is not None else None,
-                   prefix, tools, documents, date)
+                   prefix, tools, documents, date, max_out, tuple(stop_words), tokenize)
 
     def with_dataset_keys(self, dataset: Mapping[str, Any]) -> Model:
         """This model with a dataset's ``assistant_prefix`` / ``tools`` / ``documents``

@@ -18,6 +18,7 @@ Counts are cached per distinct text, so the repeated prompts of a suite cost one
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -71,9 +72,51 @@ class HFTokenizer(Tokenizer):
     """
 
     backend: Any = field(default=None, repr=False)
+    special: Mapping[str, str] = field(default_factory=dict)
+    """Named special tokens of the folder (``bos_token``, ``eos_token``...), as transformers
+    reads them from ``tokenizer_config.json`` and ``special_tokens_map.json``."""
+    generation_eos: tuple[int, ...] = ()
+    """``eos_token_id`` of the folder's ``generation_config.json`` (one or a list), if any."""
 
     def _count(self, text: str, special_tokens: bool) -> int:
         return len(self.backend.encode(text, add_special_tokens=special_tokens).ids)
+
+    def encode(self, text: str, *, special_tokens: bool = True) -> list[int]:
+        """The ids of ``text``; ``special_tokens`` adds what the post-processor adds."""
+        ids: list[int] = self.backend.encode(text, add_special_tokens=special_tokens).ids
+        return ids
+
+    def token_id(self, token: str | None) -> int | None:
+        """The id of one token's text (``None`` when it is no single token)."""
+        if not token:
+            return None
+        found: int | None = self.backend.token_to_id(token)
+        return found
+
+    @property
+    def bos_id(self) -> int | None:
+        """The id of ``bos_token`` (``None`` when the tokenizer names none)."""
+        return self.token_id(self.special.get("bos_token"))
+
+    @property
+    def eos_id(self) -> int | None:
+        """The id of ``eos_token`` (``None`` when the tokenizer names none)."""
+        return self.token_id(self.special.get("eos_token"))
+
+    @property
+    def added_prefix(self) -> tuple[int, ...]:
+        """The ids the post-processor puts before a text (e.g. Llama 3.1's BOS, BERT's
+        ``[CLS]``): ``encode(text)`` starts with them, ``encode(text, special_tokens=False)``
+        does not."""
+        found = self._prefix
+        if found is None:
+            plain = self.backend.encode("x", add_special_tokens=False).ids
+            full = self.backend.encode("x", add_special_tokens=True).ids
+            n = next((i for i in range(len(full)) if full[i:i + len(plain)] == plain), 0)
+            found = self._prefix = tuple(full[:n])
+        return found
+
+    _prefix: tuple[int, ...] | None = field(default=None, init=False, repr=False)
 
 
 @dataclass(eq=False)
@@ -168,7 +211,43 @@ def _hf(path: Path) -> HFTokenizer:
         from ..render.chat_template import ChatTemplate
 
         chat_template = ChatTemplate.from_pretrained_dir(folder)
-    return HFTokenizer(str(file), chat_template, backend=backend)
+    return HFTokenizer(str(file), chat_template, backend=backend, special=_special(folder, config),
+                       generation_eos=_generation_eos(folder))
+
+
+def _special(folder: Path, config: Mapping[str, Any]) -> dict[str, str]:
+    """The folder's named special tokens, as its chat template sees them."""
+    from ..render.chat_template_files import (
+        merge_tokens_map,
+        read_json_object,
+        special_tokens_from_config,
+    )
+
+    try:
+        tokens = special_tokens_from_config(config, str(folder / "tokenizer_config.json"))
+        map_file = folder / "special_tokens_map.json"
+        if map_file.is_file():
+            token_map = read_json_object(map_file)
+            tokens = merge_tokens_map(
+                tokens, special_tokens_from_config(token_map, str(map_file), tokens_map=True),
+                token_map.get("extra_special_tokens"))
+    except ConfigError as err:
+        raise err.located(key_path="model.tokenizer") from None
+    return {k: v for k, v in tokens.items() if isinstance(v, str)}
+
+
+def _generation_eos(folder: Path) -> tuple[int, ...]:
+    """``eos_token_id`` of ``generation_config.json`` (an int or a list of ints), if any."""
+    file = folder / "generation_config.json"
+    if not file.is_file():
+        return ()
+    try:
+        found = json.loads(file.read_text(encoding="utf-8")).get("eos_token_id")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"cannot read generation_config.json: {exc}", config_path=str(file),
+                          key_path="model.tokenizer") from None
+    values = found if isinstance(found, list) else [found]
+    return tuple(v for v in values if type(v) is int)
 
 
 def _is_tiktoken_name(name: str) -> bool:

@@ -1,0 +1,154 @@
+"""Token ids: exactly the ids a local model is fed (``--tokenize`` / model key ``tokenize``).
+
+Needs the model's ``tokenizer`` (a Hugging Face ``tokenizer.json``, its folder or its
+``tokenizer_config.json``). The text encoded is what the model receives: the ``lm`` prompt
+string, or the chat template's text for ``hf_chat`` models (the model's ``chat_template``,
+else the tokenizer folder's).
+
+**Compat mode** (``--mode opencompass``) encodes as OpenCompass 0.5.4's model classes do:
+
+* ``lm`` models (HuggingFaceBaseModel, HuggingFaceCausalLM, VLLM): ``tokenizer(text)``, with
+  the special tokens the tokenizer's post-processor adds. A BOS the meta template already
+  wrote is then doubled (defect D21);
+* ``hf_chat`` models (HuggingFacewithChatTemplate, VLLMwithChatTemplate): the template's
+  text encoded without special tokens (``add_special_tokens=False``): a BOS comes only from
+  the template, so a template that writes none drops the tokenizer's (defect D28).
+
+**Default mode** (D21): exactly one BOS where the model has one (the token the post-processor puts
+first, else the tokenizer's named ``bos_token``), never two and never a stray one: the text
+is encoded without special tokens, leading BOS copies are collapsed to one and a missing one
+is prepended; nothing else is added (no EOS/SEP after the prompt). A model whose tokenizer
+names no BOS gets the text's ids as they are.
+
+**mask_length** (PPL, CLP and LL records: the first ``mask_length`` ids are context, not
+scored; OpenCompass's ``get_ppl(inputs, mask_length)`` name):
+
+* ``ppl``: ``0`` (OpenCompass scores every token), or with ``normalizing_str`` the tokens of
+  the context before the answer, as OpenCompass counts them (``get_token_len_from_template``);
+* ``clp``: ``len(input_ids)``: the scored token is the one after the prompt;
+* ``ll``: compat: what HuggingFaceBaseModel.get_loglikelihood passes, the continuation's
+  token count (so OpenCompass masks the first tokens of the context instead: defect D22);
+  default: the context's token count, with ``input_ids`` the context's ids followed by the
+  continuation's (``context + continuation`` split as lm-evaluation-harness does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..errors import ConfigError, PromptCompilerError, RenderError
+
+__all__ = ["RecordIds", "check_tokenize", "prompt_ids"]
+
+
+def check_tokenize(parser: str, counter: Any, *, where: str, model: str) -> None:
+    """Refuse ``tokenize`` where there are no ids to give."""
+    from .tokenize import HFTokenizer
+
+    if parser == "api":
+        raise ConfigError("tokenize: true gives the token ids a local model is fed; an API "
+                          "model (parser 'api') is sent text", key_path=f"{where}.tokenize",
+                          model=model, hint="drop tokenize for this model")
+    if not isinstance(counter, HFTokenizer):
+        raise ConfigError(
+            "tokenize: true needs the model's tokenizer: set "
+            f"{where}.tokenizer to a tokenizer.json, its folder or its tokenizer_config.json",
+            key_path=f"{where}.tokenizer", model=model)
+
+
+def model_bos(tokenizer: Any) -> int | None:
+    """The model's BOS id: what the post-processor puts first, else the named ``bos_token``."""
+    prefix = tokenizer.added_prefix
+    if prefix:
+        first: int = prefix[0]
+        return first
+    found: int | None = tokenizer.bos_id
+    return found
+
+
+def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
+    """The ids of one prompt text (already the chat template's text for ``hf_chat``)."""
+    tokenizer = model.count_tokens
+    if not policy.fixes("D21"):
+        return list(tokenizer.encode(text, special_tokens=model.parser != "hf_chat"))
+    body = list(tokenizer.encode(text, special_tokens=False))
+    bos = model_bos(tokenizer)
+    if bos is None:
+        return body
+    start = 0
+    while start < len(body) and body[start] == bos:
+        start += 1
+    return [bos, *body[start:]]
+
+
+class RecordIds:
+    """Adds ``input_ids`` (and ``mask_length``) to the records of one job."""
+
+    def __init__(self, job: Any) -> None:
+        self.job, self.model = job, job.model
+        self.policy = job.policy
+        self.tokenizer = job.model.count_tokens
+
+    def text(self, rec: Any) -> str:
+        """The text the model's tokenizer encodes for this record."""
+        model = self.model
+        if model.parser == "hf_chat":
+            if isinstance(rec.model_input, str):
+                return str(rec.model_input)
+            template = model.chat_template or self.tokenizer.chat_template
+            if template is None:
+                raise ConfigError(
+                    "tokenize: an hf_chat model's ids are its chat template's text, but neither "
+                    f"the model nor its tokenizer ({self.tokenizer.name}) has a chat_template",
+                    key_path="model.chat_template", model=model.abbr)
+            messages = rec.chat_messages if rec.chat_messages is not None else rec.prompt
+            return str(template.render(list(messages),
+                                       add_generation_prompt=rec.mode in ("gen", "chat"),
+                                       **model.template_kwargs))
+        if not isinstance(rec.prompt, str):
+            raise RenderError("tokenize: this prompt is not one text (a message list), so it "
+                              "has no token ids", model=model.abbr)
+        return rec.prompt
+
+    def ids(self, text: str) -> list[int]:
+        return prompt_ids(self.model, text, self.policy)
+
+    def add(self, rec: Any) -> Any:
+        try:
+            text = self.text(rec)
+        except PromptCompilerError as err:
+            raise err.located(model=self.model.abbr, row=rec.index) from None
+        mask = None
+        if rec.mode == "ll" and self.policy.fixes("D22"):
+            ids, mask = self._split(text, str(rec.extra.get("continuation", "")))
+        else:
+            ids = self.ids(text)
+            if rec.mode == "clp":
+                mask = len(ids)
+            elif rec.mode == "ll":
+                mask = len(self.tokenizer.encode(str(rec.extra.get("continuation", "")),
+                                                 special_tokens=False))
+            elif rec.mode == "ppl":
+                mask = self._ppl_mask(rec)
+        return replace(rec, input_ids=tuple(ids), mask_length=mask)
+
+    def _ppl_mask(self, rec: Any) -> int:
+        """0, or with ``normalizing_str`` the ids of the rendered context (as OpenCompass's
+        ``get_token_len_from_template(context)`` counts them in compat mode)."""
+        context = rec.extra.get("context") if rec.extra else None
+        if not isinstance(context, str):
+            return 0
+        rendered = self.model.render(context, "ppl", self.policy)
+        if not isinstance(rendered, str):
+            return 0
+        return len(self.ids(rendered))
+
+    def _split(self, text: str, cont: str) -> tuple[list[int], int]:
+        """Default-mode LL: the context's ids, then the continuation's."""
+        if cont and text.endswith(cont):
+            context = self.ids(text[:len(text) - len(cont)])
+            return context + list(self.tokenizer.encode(cont, special_tokens=False)), len(context)
+        ids = self.ids(text)
+        n = len(self.tokenizer.encode(cont, special_tokens=False)) if cont else 0
+        return ids, max(len(ids) - n, 0)
