@@ -102,10 +102,10 @@ class RecordIds:
                     "tokenize: an hf_chat model's ids are its chat template's text, but neither "
                     f"the model nor its tokenizer ({self.tokenizer.name}) has a chat_template",
                     key_path="model.chat_template", model=model.abbr)
-            messages = rec.chat_messages if rec.chat_messages is not None else rec.prompt
-            return str(template.render(list(messages),
-                                       add_generation_prompt=rec.mode in ("gen", "chat"),
-                                       **model.template_kwargs))
+            # the tokenizer folder's template, rendered as the model's own would be
+            with_template = replace(model, chat_template=template)
+            return str(with_template.deliver(rec.rendered, "ppl" if rec.mode in ("ppl", "ll")
+                                             else "gen", self.policy))
         if not isinstance(rec.prompt, str):
             raise RenderError("tokenize: this prompt is not one text (a message list), so it "
                               "has no token ids", model=model.abbr)
