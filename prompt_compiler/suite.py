@@ -33,7 +33,7 @@ from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
 from .data.sources import attach_rows
 from .emit.manifest import build_manifest, input_root
-from .emit.names import MANIFEST, check_unique, output_name
+from .emit.names import MANIFEST, check_unique, on_disk, output_name
 from .emit.outdir import BlockFile, OutputDir, write_blocks
 from .emit.records import record_bytes, record_json
 from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
@@ -399,7 +399,7 @@ def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | No
     counts = _Counts()
     blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans, rows=rows,
                         strict=strict)
-    digest = write_blocks(staging / rel, blocks, shown=f"{shown}/{pair.out_name}")
+    digest = write_blocks(staging / on_disk(rel), blocks, shown=f"{shown}/{pair.out_name}")
     return counts.count, digest, counts.over_limit
 
 
@@ -426,7 +426,7 @@ def _compile_range(args: tuple[int, tuple[Any, ...]]) -> tuple[int, str, int]:
         return _compile_one(one)
     pair, _, _, staging, shown, _, rows, rel, _ = one
     counts = _Counts()
-    out = BlockFile(staging / rel, shown=f"{shown}/{pair.out_name}", digest=False)
+    out = BlockFile(staging / on_disk(rel), shown=f"{shown}/{pair.out_name}", digest=False)
     try:
         for block in _prepared_lines(pair, prepared, rows, counts):
             out.write(block)
@@ -720,7 +720,7 @@ def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]
     """A split pair's file: its first range compiled here, then the workers' parts appended
     in order (deleted once appended); (lines, sha256, lines over the limit)."""
     counts = _Counts()
-    out = BlockFile(staging / pair.out_name, shown=f"{shown}/{pair.out_name}")
+    out = BlockFile(staging / on_disk(pair.out_name), shown=f"{shown}/{pair.out_name}")
     try:
         prepared = _PREPARED.get(key)
         if prepared is not None:
@@ -734,7 +734,7 @@ def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]
         for rel, fut in parts:
             n, _, n_over = fut.result()  # the first failing range raises
             count, over = count + n, over + n_over
-            out.append(staging / rel)
+            out.append(staging / on_disk(rel))
     except BaseException:
         out.abort()
         raise

@@ -14,16 +14,27 @@ exposes ``run(argv) -> exit status``.
 
 Exit status: 0 on success, 1 for a user error (one line, no traceback), 2 for a usage
 error.
+
+Output files are UTF-8 whatever the locale: under the C/POSIX locale (file names and
+paths in configs would be ASCII only to Python) the command runs itself again in Python's
+UTF-8 mode, its streams keeping the locale's encoding. What is printed follows the
+streams' encoding; a character a stream cannot encode (``LC_ALL=C``, ``PYTHONIOENCODING=ascii``)
+is printed as a backslash escape, and ``--json`` output then escapes non-ASCII as
+``\\uXXXX``, so it stays valid JSON.
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import importlib
+import io
+import json
 import os
 import re
 import sys
 
-__all__ = ["SUBCOMMANDS", "main", "one_line"]
+__all__ = ["SUBCOMMANDS", "json_text", "main", "one_line"]
 
 SUBCOMMANDS: dict[str, str] = {
     "models": "models",
@@ -42,9 +53,55 @@ def one_line(text: str) -> str:
     return re.sub(r"[ \t]*(?:\r\n|\r|\n)+[ \t]*", "; ", text)
 
 
+def _utf(stream: object) -> bool:
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def json_text(obj: object) -> str:
+    """``obj`` as indented JSON for stdout: characters as they are on a UTF stream, else
+    ``\\uXXXX`` escapes (still valid JSON)."""
+    return json.dumps(obj, ensure_ascii=not _utf(sys.stdout), indent=1)
+
+
+def _escape_unencodable() -> None:
+    """A character stdout or stderr cannot encode is printed as a backslash escape."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(errors="backslashreplace")
+
+
+def _utf8_mode_under_the_c_locale() -> None:
+    """Under an ASCII locale with UTF-8 mode off, exec this command again with ``-X utf8``
+    (file names then mean their UTF-8 bytes, as in every other locale); stdout keeps the
+    locale's encoding, with backslash escapes. Nothing happens where exec cannot."""
+    if (os.name != "posix" or sys.flags.utf8_mode or os.environ.get(_AGAIN)
+            or codecs.lookup(sys.getfilesystemencoding()).name != "ascii"):
+        return
+    orig = getattr(sys, "orig_argv", None)
+    if not orig or not sys.executable:
+        return
+    env = {**os.environ, _AGAIN: "1"}
+    env.setdefault("PYTHONIOENCODING", f"{getattr(sys.stdout, 'encoding', None) or 'ascii'}"
+                                       ":backslashreplace")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        os.execve(sys.executable, [os.fsencode(a) for a in (orig[0], "-X", "utf8", *orig[1:])],
+                  {os.fsencode(k): os.fsencode(v) for k, v in env.items()})
+
+
+_AGAIN = "PROMPT_COMPILER_UTF8_AGAIN"
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``compile-prompts`` entry point."""
+    if argv is None:
+        _utf8_mode_under_the_c_locale()
     argv = list(sys.argv[1:] if argv is None else argv)
+    _escape_unencodable()
     module = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
         if module is not None:

@@ -10,11 +10,11 @@ agrees, 1 when one differs (or on a user error), 2 for a usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 from ..errors import ConfigError, PromptCompilerError
+from . import json_text
 
 __all__ = ["run"]
 
@@ -68,8 +68,7 @@ def run(argv: list[str]) -> int:
         return 1
     differ = sum(1 for r in results if not r.agrees)
     if args.json:
-        sys.stdout.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=1)
-                         + "\n")
+        sys.stdout.write(json_text([r.to_json() for r in results]) + "\n")
     else:
         for r in results:
             label = f"{r.probe}, {'with' if r.generation_prompt else 'without'} generation prompt"

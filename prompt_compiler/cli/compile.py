@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -25,7 +24,7 @@ from typing import Any, TextIO
 
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
-from . import one_line
+from . import json_text, one_line
 
 __all__ = ["quiet_warnings", "run", "warnings_to_stderr"]
 
@@ -269,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
         return 128 + signum
     progress.done()
     if args.json:
-        print(json.dumps(manifest, ensure_ascii=False, indent=1))
+        print(json_text(manifest))
     else:
         total = sum(o["records"] for o in manifest["outputs"].values())
         where = "checked, nothing written" if out is None else f"written to {out}/"

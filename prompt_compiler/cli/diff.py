@@ -9,11 +9,11 @@ differ (or a record file cannot be read), 2 usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..errors import PromptCompilerError
+from . import json_text
 
 __all__ = ["run"]
 
@@ -70,7 +70,7 @@ def run(argv: list[str]) -> int:
         parser.error(f"no record files (<model>/<dataset>.jsonl) in {args.a} or {args.b}")
     if args.json:
         obj = to_json(pairs, max_items=args.max_items or 0)
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=1) + "\n")
+        sys.stdout.write(json_text(obj) + "\n")
     else:
         max_items = 20 if args.max_items is None else args.max_items
         sys.stdout.write(diff_text(pairs, context=args.context, max_items=max_items))

@@ -10,11 +10,11 @@ any finding, or when a config does not compile; 2 for a usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..errors import PromptCompilerError
+from . import json_text
 
 __all__ = ["run"]
 
@@ -65,8 +65,7 @@ def run(argv: list[str]) -> int:
         print(f"compile-prompts: error: {err}", file=sys.stderr)
         return 1
     if args.json:
-        sys.stdout.write(json.dumps([f.to_json() for f in findings], ensure_ascii=False, indent=1)
-                         + "\n")
+        sys.stdout.write(json_text([f.to_json() for f in findings]) + "\n")
     else:
         for f in findings:
             sys.stdout.write(f"{f}\n")

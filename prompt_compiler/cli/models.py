@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from . import json_text
 
 __all__ = ["run"]
 
@@ -18,10 +19,9 @@ def run(argv: list[str]) -> int:
 
     templates = list_model_templates()
     if args.json:
-        sys.stdout.write(json.dumps(
+        sys.stdout.write(json_text(
             [{"name": t.name, "renderer": t.renderer, "description": t.description,
-              "aliases": list(t.aliases), "source": t.source} for t in templates],
-            ensure_ascii=False, indent=1) + "\n")
+              "aliases": list(t.aliases), "source": t.source} for t in templates]) + "\n")
         return 0
     for tpl in templates:
         sys.stdout.write(f"{tpl.name:<28} {tpl.renderer:<8} {tpl.description}\n")

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .names import from_disk
 from .records import sha256_file
 
 __all__ = ["TOOL", "build_manifest", "input_path", "input_root", "is_ours", "manifest_bytes"]
@@ -54,8 +55,8 @@ def input_path(path: str | os.PathLike[str], root: Path) -> str:
     try:
         rel = os.path.relpath(real, root)
     except ValueError:  # another drive (Windows): no relative path exists
-        return Path(real).as_posix()
-    return Path(rel).as_posix()
+        return from_disk(Path(real).as_posix())
+    return from_disk(Path(rel).as_posix())
 
 
 def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLike[str]],

@@ -10,12 +10,14 @@ case-insensitive or Unicode-normalising file systems (macOS, Windows).
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from collections.abc import Mapping
 
 from ..errors import ConfigError
 
-__all__ = ["MANIFEST", "NAME_MAX", "check_unique", "file_name", "output_name"]
+__all__ = ["MANIFEST", "NAME_MAX", "check_unique", "file_name", "from_disk", "on_disk",
+           "output_name"]
 
 NAME_MAX = 255
 """Bytes in one path component on the common file systems (ext4, APFS, NTFS in UTF-16 units)."""
@@ -49,6 +51,18 @@ def file_name(abbr: str, suffix: str = "") -> str:
 def output_name(model: str, dataset: str) -> str:
     """The record file of one dataset x model, relative to OUT: ``<model>/<dataset>.jsonl``."""
     return f"{file_name(model)}/{file_name(dataset, '.jsonl')}"
+
+
+def on_disk(rel: str) -> str:
+    """``rel`` (a name in OUT, as the manifest lists it) as the ``str`` this platform's file
+    calls take for the file named by its UTF-8 bytes: output file names are UTF-8 on disk
+    whatever the locale (under ``LC_ALL=C`` Python's file-system encoding is ASCII)."""
+    return os.fsdecode(rel.encode("utf-8", "surrogateescape"))
+
+
+def from_disk(name: str) -> str:
+    """The inverse of :func:`on_disk`: a name read from the disk as the manifest lists it."""
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
 
 
 def _fold(name: str) -> str:

@@ -54,7 +54,7 @@ from typing import IO, Any
 
 from ..errors import OutputError, PromptCompilerWarning
 from .manifest import is_ours, manifest_bytes
-from .names import MANIFEST
+from .names import MANIFEST, from_disk, on_disk
 from .records import record_bytes
 
 __all__ = ["BlockFile", "OutputDir", "write_blocks", "write_jsonl"]
@@ -721,7 +721,7 @@ class OutputDir:
             for top, dirs, names in os.walk(self.path):
                 rel = Path(top).relative_to(self.path)
                 for name in sorted(dirs) + sorted(names):
-                    item = (rel / name).as_posix()
+                    item = from_disk((rel / name).as_posix())
                     if item not in (folders if name in dirs and not (Path(top) / name).is_symlink()
                                     else files):
                         return f"{item} is not listed in its {MANIFEST}"
@@ -735,7 +735,7 @@ class OutputDir:
             for top, _dirs, names in os.walk(self.path):
                 rel = Path(top).relative_to(self.path)
                 for name in sorted(names):
-                    inner = f"{self.shown}/{(rel / name).as_posix()}"
+                    inner = f"{self.shown}/{from_disk((rel / name).as_posix())}"
                     if lock.fullmatch(name):
                         raise OutputError(
                             f"{self.shown} holds {inner}, the lock of another compile-prompts "
@@ -762,16 +762,16 @@ class OutputDir:
     def write_lines(self, rel: str, lines: Iterable[Any]) -> tuple[int, str]:
         """Write JSON lines to ``rel``; returns (line count, sha256 of the bytes)."""
         self.adopt(rel)
-        return write_jsonl(self.staging / rel, lines, shown=self.shown_path(rel))
+        return write_jsonl(self.staging / on_disk(rel), lines, shown=self.shown_path(rel))
 
     def write_blocks(self, rel: str, blocks: Iterable[bytes]) -> str:
         """Write byte blocks to ``rel`` (see :func:`write_blocks`); returns their sha256."""
         self.adopt(rel)
-        return write_blocks(self.staging / rel, blocks, shown=self.shown_path(rel))
+        return write_blocks(self.staging / on_disk(rel), blocks, shown=self.shown_path(rel))
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         self.adopt(rel)
-        path = self.staging / rel
+        path = self.staging / on_disk(rel)
         with _os(f"write {self.shown_path(rel)}"):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
