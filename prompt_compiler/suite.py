@@ -367,7 +367,7 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
 
 def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "default",
             only: Globs = (), models: Globs = (), limit: int | None = None,
-            strict: bool = False) -> Iterator[Record]:
+            strict: bool = False, tokenize: bool = False) -> Iterator[Record]:
     """Every record of every pair, in a stable order (``record.prompt`` is the model input).
 
     Args:
@@ -375,11 +375,36 @@ def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "defau
         models: Model abbr globs.
         limit: Compile only the first ``limit`` test rows of each dataset.
         strict: Warnings (an empty test split, an unknown placeholder) are errors.
+        tokenize: Every record gets ``input_ids`` (each model needs its ``tokenizer``; see
+            :func:`tokenized`).
     """
     compiler = Compiler(mode=mode)
+    if tokenize:
+        suite = tokenized(suite)
     for pair in _limited(suite, limit).pairs(only, models):
         yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler,
                                 strict=strict)
+
+
+def tokenized(suite: Suite) -> Suite:
+    """The suite with ``tokenize: true`` on every model (``--tokenize``).
+
+    Raises:
+        ConfigError: A model has no ``tokenizer`` (its file and key path named).
+    """
+    from dataclasses import replace
+
+    models = []
+    for m in suite.models:
+        if m.spec.get("tokenizer") is None:
+            raise ConfigError(
+                f"--tokenize needs every model's tokenizer, and model {m.abbr!r} has none: set "
+                f"{m.key_path}.tokenizer to a tokenizer.json, its folder or its "
+                "tokenizer_config.json", config_path=m.config_path,
+                key_path=f"{m.key_path}.tokenizer", model=m.abbr,
+                hint="or leave that model out with --models")
+        models.append(replace(m, spec={**m.spec, "tokenize": True}))
+    return replace(suite, models=tuple(models))
 
 
 def _limited(suite: Suite, limit: int | None) -> Suite:
@@ -520,7 +545,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    mode: str = "default", only: Globs = (), jobs: int = 1,
                    progress: Any = None, replace_foreign: bool = False, spans: bool = False,
                    models: Globs = (), limit: int | None = None, strict: bool = False,
-                   arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   arguments: Mapping[str, Any] | None = None, tokenize: bool = False
+                   ) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``out`` is replaced as a whole (see :mod:`prompt_compiler.emit.outdir`): afterwards it
@@ -536,7 +562,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     """
     out = Path(out) if out is not None else None
     data_dir = Path(data_dir) if data_dir is not None else None
-    suite = _limited(suite, limit)
+    suite = _limited(tokenized(suite) if tokenize else suite, limit)
     pairs = suite.pairs(only, models)
     if not pairs:
         raise suite.nothing_to_compile(only, models)

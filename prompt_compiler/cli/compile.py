@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
     p.add_argument("--spans", action="store_true",
                    help="add to every record where each part of its prompt came from (spans)")
+    p.add_argument("--tokenize", action="store_true",
+                   help="give every record input_ids, the token ids the model is fed (every "
+                        "model needs its tokenizer; docs/tokenizers.md)")
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
@@ -194,7 +197,7 @@ def _stop_on_signals() -> Iterator[None]:
 def _arguments(args: argparse.Namespace) -> dict[str, object]:
     """The arguments that shape the output, for the manifest (unset ones left out)."""
     given = {"model": args.model, "models": args.models, "only": args.only,
-             "limit": args.limit, "fewshot": args.fewshot}
+             "limit": args.limit, "fewshot": args.fewshot, "tokenize": args.tokenize or None}
     return {k: v for k, v in given.items() if v not in (None, [])}
 
 
@@ -222,6 +225,8 @@ def _run(args: argparse.Namespace) -> int:
             import dataclasses
 
             loaded = dataclasses.replace(loaded, options={"fewshot": args.fewshot})
+        if args.tokenize:
+            loaded = S.tokenized(loaded)
         loaded = S._limited(loaded, args.limit)
         if not loaded.pairs(args.only, args.models):
             raise loaded.nothing_to_compile(args.only, args.models)
