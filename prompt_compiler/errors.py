@@ -20,7 +20,8 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
     ├── RetrievalError (IndexError)           in-context example ids out of range
     ├── RenderError (TypeError)               a prompt that cannot take the requested shape
     ├── UnsupportedError (ValueError)         a valid combination the target system rejects
-    └── OutputError (OSError)                 the output folder cannot be locked, written or replaced
+    ├── LimitError (ValueError)               an input over a size limit (prompt_compiler.limits)
+    └── OutputError (OSError)                 the output folder cannot be locked, written, replaced
 
 In ``compat="opencompass"`` mode, where OpenCompass itself raises, this project raises
 the matching class above and records OpenCompass's own exception as
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "LabelError",
+    "LimitError",
     "MetaTemplateError",
     "MissingFieldError",
     "MissingTokenError",
@@ -196,6 +198,14 @@ class RenderError(PromptCompilerError, TypeError):
 
 class UnsupportedError(PromptCompilerError, ValueError):
     """A well-formed combination that the reproduced system rejects (e.g. CLP with an API model)."""
+
+
+class LimitError(PromptCompilerError, ValueError):
+    """An input is over one of the size limits of :mod:`prompt_compiler.limits` (a YAML alias
+    bomb, a huge JSONL line, too many columns, a template building a huge value, ...).
+
+    The message names the limit and the environment variable that raises it.
+    """
 
 
 class PromptCompilerWarning(UserWarning):

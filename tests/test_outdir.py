@@ -70,7 +70,8 @@ def cli(*args: str | Path, cwd: Path, timeout: float = 120,
 
 def start(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "prompt_compiler", *map(str, args)], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env(PROMPT_COMPILER_READ_PIPES="1"))  # rows from a FIFO
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from .. import limits
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
 from . import json_text, one_line
@@ -216,6 +217,7 @@ def _run(args: argparse.Namespace) -> int:
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
     try:
+        limits.current()  # a malformed PROMPT_COMPILER_MAX_* variable fails first
         writes = not args.check and (args.out is not None or not args.show)
         if writes:  # repair what a dead run left; fail now, not after loading, if OUT is busy
             OutputDir(args.out or Path("out")).recover()

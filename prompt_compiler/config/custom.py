@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..template.safe_format import FormatRefused, safe_format
 
 __all__ = ["circular_rows", "complete_custom_dataset"]
 
@@ -130,9 +131,29 @@ def _template(meta: Mapping[str, Any], kind: tuple[str, str]) -> Any:
         return {"round": [{"role": "HUMAN", "prompt": human}, {"role": "BOT", "prompt": bot}]}
     return {
         answer: {"round": [{"role": "HUMAN", "prompt": human},
-                           {"role": "BOT", "prompt": bot.format(**{str(output): answer})}]}
+                           {"role": "BOT", "prompt": _fill_bot(bot, str(output), answer)}]}
         for answer in meta["options"]
     }
+
+
+def _fill_bot(bot: Any, output: str, answer: str) -> str:
+    """OpenCompass's ``bot_prompt.format(**{output_column: answer})``, names only."""
+    if not isinstance(bot, str):
+        raise ConfigError(f"bot_prompt must be a str, got {type(bot).__name__}",
+                          key_path="bot_prompt")
+    try:
+        return safe_format(bot, **{output: answer})
+    except FormatRefused as exc:
+        raise ConfigError(str(exc), key_path="bot_prompt") from None
+    except (KeyError, IndexError) as exc:
+        name = exc.args[0] if exc.args else "?"
+        raise ConfigError(
+            f"the placeholder {{{name}}} names no value; a ppl bot_prompt is filled with "
+            f"{{{output}}} (the output column) only", key_path="bot_prompt",
+            hint="write a literal brace as {{ or }}",
+            reference=(type(exc).__name__, repr(name))) from None
+    except ValueError as exc:
+        raise ConfigError(f"malformed bot_prompt: {exc}", key_path="bot_prompt") from None
 
 
 def circular_rows(rows: Sequence[Mapping[str, Any]], option_keys: Sequence[str],

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LimitError
 from ..values import describe_load_error
+from ..yamlload import load_yaml
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
 from .oc_configs import configs_folder, package_root
 from .pyconfig import load_python_config
@@ -187,7 +188,9 @@ def _read_yaml(file: Path, display: str) -> Any:
 
     text = _read_text(file, display)
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
+    except LimitError as exc:
+        raise exc.located(config_path=display) from None
     except yaml.constructor.ConstructorError as exc:
         line = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark else ""
         if "python/" in str(exc.problem):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import weakref
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,8 +34,9 @@ from typing import Any, overload
 
 import orjson
 
+from .. import limits
 from ..config.records import DatasetConfig
-from ..errors import DataError, PromptCompilerError
+from ..errors import DataError, LimitError, PromptCompilerError
 from ..values import describe_load_error, find_problem
 
 __all__ = [
@@ -226,6 +228,7 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
         from .parquet import glob_rows
 
         return glob_rows(str(file), matched, reader)
+    _check_kind(file, folder_ok=reader in (None, "hf_disk", "parquet"))
     if reader is None:
         if file.is_dir():
             reader = "hf_disk" if any((file / m).exists() for m in _HF_MARKERS) else "dir"
@@ -285,8 +288,18 @@ def _check_rows(rows: Any, *, file: str = "", split: str = "", key_path: str = "
                 "(column -> value)",
                 key_path=key_path or None,
             )
+        if len(row) > 100:
+            _check_columns(len(row), f"{prefix}row {index}", key_path)
         _check_values(row, f"{prefix}row {index}", key_path)
     return rows
+
+
+def _check_columns(count: int, where: str, key_path: str = "") -> None:
+    """Refuse a row (or CSV header) of more columns than the limit."""
+    limit = limits.current().columns
+    if count > limit:
+        raise LimitError(f"{where}: {count:,} columns; " + limits.describe("columns", limit),
+                         key_path=key_path or None)
 
 
 def _check_values(row: Row, where: str, key_path: str = "") -> None:
@@ -299,6 +312,49 @@ def _check_values(row: Row, where: str, key_path: str = "") -> None:
 
 
 # --- readers --------------------------------------------------------------------------
+
+
+PIPES_ENV = "PROMPT_COMPILER_READ_PIPES"
+"""Set to ``1`` to read rows from named pipes (read once, eagerly; a pipe nobody writes to
+waits for a writer). Without it a pipe is refused like any file that is not a regular file."""
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _check_kind(file: Path, *, folder_ok: bool) -> str:
+    """``"file"``, ``"dir"`` (when ``folder_ok``) or ``"pipe"`` (when allowed); any other
+    kind of path (``/dev/zero``, a socket, a folder where a file is expected) is refused
+    before it is opened, since reading it never ends or cannot be done."""
+    try:
+        mode = os.stat(file).st_mode
+    except OSError as exc:
+        raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return "file"
+    if folder_ok and stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISFIFO(mode) and os.environ.get(PIPES_ENV) == "1":
+        return "pipe"
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise DataError(f"{file}: is {kind}, not a regular file; rows are read from regular files",
+                    hint=(f"set {PIPES_ENV}=1 to read rows from a named pipe"
+                          if stat.S_ISFIFO(mode) else None))
+
+
+def _open_regular(file: Path, flags: int = 0) -> int:
+    """A descriptor of ``file``, opened without blocking (a path swapped for a pipe cannot
+    hang the run) and checked to be a regular file."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | flags)
+    except OSError as exc:
+        raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        _check_kind(file, folder_ok=False)
+        raise DataError(f"{file}: is not a regular file; rows are read from regular files")
+    return fd
 
 
 def _text(file: Path) -> str:
@@ -344,8 +400,9 @@ def peeking() -> Iterator[None]:
 
 
 def _jsonl(file: Path) -> Sequence[Row]:
-    """A regular file streams (:class:`JsonlRows`); anything else (a pipe) is read now, once."""
-    if file.is_file():
+    """A regular file streams (:class:`JsonlRows`); a pipe (allowed by
+    ``PROMPT_COMPILER_READ_PIPES=1``) is read now, once; anything else is refused."""
+    if _check_kind(file, folder_ok=False) == "file":
         return JsonlRows(file)
     if _PEEKING.get():
         raise NotPeekable(str(file))
@@ -375,6 +432,7 @@ def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:
     if not isinstance(value, dict):
         raise DataError(f"{file}: line {lineno} (row {row}): a row must be a JSON object, got "
                         f"{type(value).__name__}")
+    _check_columns(len(value), f"{file}: line {lineno} (row {row})")
     if not flat or not _FLAT.isdisjoint(map(type, value.values())):
         _check_values(value, f"{file}: line {lineno} (row {row})")
     return value
@@ -402,48 +460,90 @@ class JsonlRows(Sequence[Row]):
         self.file = Path(file)
         self._starts, self._ends = array("q"), array("q")
         self._blank_lines = False
+        found = limits.current()
+        self._columns = found.columns
+        fd = _open_regular(self.file)
         try:
-            with self.file.open("rb", buffering=0) as fh:
-                pos, carry = 0, b""
-                while True:
-                    data = fh.read(_CHUNK)
-                    buf = carry + data if carry else data
-                    cut = len(buf) if not data else buf.rfind(b"\n") + 1
-                    if cut:
-                        self._index(buf[:cut], pos)
-                    pos, carry = pos + cut, buf[cut:]
-                    if not data:
-                        break
+            self._index_fd(fd, found.line_bytes)
         except OSError as exc:
             raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
         self._fd: int | None = None
         if self._starts:
             self[0]  # a file that is not JSON Lines at all fails here, not mid-compile
 
-    def _index(self, chunk: bytes, pos: int) -> None:
-        """Index the lines of ``chunk`` (whole lines; the last one may lack its newline),
-        which starts at byte ``pos`` of the file."""
+    def _index_fd(self, fd: int, limit: int) -> None:
+        """Index every non-blank line, reading ``fd`` in chunks: a line is never copied
+        whole, and one longer than ``limit`` bytes stops the scan as soon as it is seen."""
+        pos = start = begin = 0  # offset of the next chunk; current line's text; its start
+        lineno, nonblank, first = 1, False, True
+        while True:
+            data = os.read(fd, _CHUNK)
+            if first:
+                first = False
+                while 0 < len(data) < 3:  # tiny chunks (tests): read past a possible BOM
+                    more = os.read(fd, 3)
+                    if not more:
+                        break
+                    data += more
+                if data.startswith(b"\xef\xbb\xbf"):  # a BOM: line 1 starts after it
+                    data, pos, start = data[3:], 3, 3
+                    if not data:
+                        continue
+            if not data:
+                break
+            nl = data.find(b"\n")
+            if nl < 0:  # the chunk continues the current line
+                nonblank = nonblank or bool(data.strip())
+                pos += len(data)
+                self._check_length(pos - start, lineno, limit)
+                continue
+            self._close_line(start, pos + nl, nonblank or bool(data[:nl].strip()), lineno,
+                             limit)
+            lineno += 1
+            cut = data.rfind(b"\n") + 1
+            if cut > nl + 1:
+                lineno += self._index_lines(data[nl + 1:cut], pos + nl + 1, lineno, limit)
+            start = begin = pos + cut
+            nonblank = bool(data[cut:].strip())
+            pos += len(data)
+            self._check_length(pos - start, lineno, limit)
+        if pos > begin:  # a last line without a newline
+            self._close_line(start, pos, nonblank, lineno, limit, newline=False)
+
+    def _check_length(self, length: int, lineno: int, limit: int) -> None:
+        if length > limit:
+            raise LimitError(f"{self.file}: line {lineno} is too long; "
+                             + limits.describe("line_bytes", limit, "bytes"))
+
+    def _close_line(self, start: int, end: int, nonblank: bool, lineno: int, limit: int,
+                    *, newline: bool = True) -> None:
+        """Record the line ``start:end`` (``end`` at its newline, if it has one)."""
+        self._check_length(end - start, lineno, limit)
+        if nonblank:
+            self._starts.append(start)
+            self._ends.append(end + 1 if newline else end)
+        else:
+            self._blank_lines = True
+
+    def _index_lines(self, chunk: bytes, pos: int, lineno: int, limit: int) -> int:
+        """Index the whole lines of ``chunk`` (each ends with a newline), which starts at
+        byte ``pos`` of the file; returns how many lines it holds."""
         lines = chunk.split(b"\n")
-        if not lines[-1]:
-            lines.pop()  # what follows the final newline
-        stop = pos + len(chunk)
-        bom = pos == 0 and bool(lines) and lines[0].startswith(b"\xef\xbb\xbf")
-        if bom or not all(map(bytes.strip, lines)):
-            for n, line in enumerate(lines):  # a BOM or blank lines: line by line
-                start = 3 if bom and n == 0 else 0
-                end = pos + len(line) + 1
-                if line[start:].strip():
-                    self._starts.append(pos + start)
-                    self._ends.append(min(end, stop))
-                else:
-                    self._blank_lines = True
-                pos = end
-            return
+        lines.pop()  # what follows the final newline: nothing
+        longest = max(map(len, lines))
+        if longest > limit:
+            self._check_length(longest, lineno + [len(x) for x in lines].index(longest), limit)
+        if not all(map(bytes.strip, lines)):
+            for line in lines:  # blank lines: line by line
+                self._close_line(pos, pos + len(line), bool(line.strip()), lineno, limit)
+                pos += len(line) + 1
+            return len(lines)
         bounds = array("q", accumulate([len(line) + 1 for line in lines], initial=pos))
         self._starts.extend(bounds[:-1])
-        if bounds[-1] > stop:
-            bounds[-1] = stop  # the last line has no newline
         self._ends.extend(bounds[1:])
+        return len(lines)
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -460,7 +560,7 @@ class JsonlRows(Sequence[Row]):
         if not 0 <= index < len(self):
             raise IndexError("row index out of range")
         if self._fd is None:
-            self._fd = os.open(self.file, os.O_RDONLY)
+            self._fd = _open_regular(self.file)
             weakref.finalize(self, os.close, self._fd)
         start = self._starts[index]
         line = os.pread(self._fd, self._ends[index] - start, start)
@@ -477,7 +577,8 @@ class JsonlRows(Sequence[Row]):
         skip_blank = self._blank_lines
         lineno = self._lineno(start)
         loads, flat, file = orjson.loads, _FLAT, self.file
-        with file.open("rb", buffering=1 << 20) as fh:
+        columns = self._columns
+        with open(_open_regular(file), "rb", buffering=1 << 20) as fh:
             fh.seek(self._starts[start])
             row = start
             for line in fh:
@@ -488,7 +589,8 @@ class JsonlRows(Sequence[Row]):
                     value = loads(line)
                 except orjson.JSONDecodeError:
                     value = None
-                if type(value) is dict and flat.isdisjoint(map(type, value.values())):
+                if (type(value) is dict and len(value) <= columns
+                        and flat.isdisjoint(map(type, value.values()))):
                     yield value
                 else:
                     yield _parse_line(line, file, lineno, row)
@@ -501,7 +603,7 @@ class JsonlRows(Sequence[Row]):
         """The 1-based line number of row ``index`` (read from the file if lines are blank)."""
         if not self._blank_lines:
             return index + 1
-        with self.file.open("rb") as fh:
+        with open(_open_regular(self.file), "rb") as fh:
             return fh.read(self._starts[index]).count(b"\n") + 1
 
     def __eq__(self, other: object) -> bool:
@@ -559,7 +661,12 @@ def read_csv(file: Path) -> list[Row]:
         raise DataError(f"{file}: empty CSV file (expected a header line)") from None
     except csv.Error as exc:
         raise DataError(f"{file}: line 1: malformed CSV: {exc}") from None
-    duplicated = sorted({name for name in header if header.count(name) > 1})
+    _check_columns(len(header), f"{file}: line 1 (the header)")
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in header:
+        (twice if name in seen else seen).add(name)
+    duplicated = sorted(twice)
     if duplicated:
         raise DataError(f"{file}: line 1: duplicated column(s) {', '.join(duplicated)}")
     rows: list[Row] = []

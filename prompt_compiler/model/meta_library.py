@@ -35,7 +35,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from ..errors import ConfigError, MetaTemplateError, RegistryError
+from ..errors import ConfigError, LimitError, MetaTemplateError, RegistryError
+from ..yamlload import load_yaml
 
 if TYPE_CHECKING:
     import yaml
@@ -391,7 +392,9 @@ def load_template_file(path: str | os.PathLike[str]) -> ModelTemplate:
         import yaml  # imported only when a YAML template is read
 
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
+        except LimitError as exc:
+            raise exc.located(config_path=where) from None
         except yaml.constructor.ConstructorError as exc:
             raise ConfigError(
                 f"not plain YAML{_yaml_where(exc)}: {exc.problem}",

@@ -1,0 +1,72 @@
+"""Size limits on hostile or accidental inputs, each with one documented way to raise it.
+
+Every limit is far above what a real suite reaches; it exists so that an input that never ends
+or explodes (a YAML alias bomb, a 2 GB JSONL line, a CSV of 100,000 columns, a template that
+builds a string of a billion characters) stops with one clean :class:`~.errors.LimitError`
+naming the file, key or row and the limit, instead of exhausting memory or time.
+
+A limit is raised (or lowered) with an environment variable, read when the limit is checked,
+so ``--jobs`` workers see the same values::
+
+    PROMPT_COMPILER_MAX_YAML_ALIAS_NODES=50000000 compile-prompts suite.yaml
+
+``docs/limits.md`` lists them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Final
+
+from .errors import ConfigError
+
+__all__ = ["ENV_PREFIX", "Limits", "current", "describe", "env_name"]
+
+ENV_PREFIX: Final = "PROMPT_COMPILER_MAX_"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The limits in force (defaults below; see :func:`current`)."""
+
+    yaml_alias_nodes: int = 1_000_000
+    """Nodes that YAML aliases (``*name``) add when expanded, per YAML file."""
+    line_bytes: int = 64 * 1024 * 1024
+    """Bytes of one line of a JSON Lines file (one row)."""
+    columns: int = 10_000
+    """Columns of one row (CSV header fields, keys of a JSON row)."""
+    prompt_chars: int = 16_000_000
+    """Characters of one prompt, and of any one value built while rendering it."""
+
+
+_DEFAULTS: Final = Limits()
+
+
+def env_name(name: str) -> str:
+    """``line_bytes`` -> ``PROMPT_COMPILER_MAX_LINE_BYTES``."""
+    return ENV_PREFIX + name.upper()
+
+
+def current() -> Limits:
+    """The limits in force: the defaults, each overridden by its environment variable.
+
+    Raises:
+        ConfigError: A variable is set but is not a positive integer.
+    """
+    values = {}
+    for f in fields(Limits):
+        raw = os.environ.get(env_name(f.name))
+        if raw is not None:
+            text = raw.strip().replace("_", "")
+            if not (text.isascii() and text.isdigit() and len(text) < 19 and int(text) > 0):
+                raise ConfigError(f"environment variable {env_name(f.name)}={raw[:40]!r}: "
+                                  "expected a positive integer")
+            values[f.name] = int(text)
+    return Limits(**values) if values else _DEFAULTS
+
+
+def describe(name: str, value: int, unit: str = "") -> str:
+    """The tail of an error message: ``the limit is 67,108,864 bytes (PROMPT_COMPILER_MAX_LINE_BYTES
+    raises it)``."""
+    return f"the limit is {value:,}{' ' + unit if unit else ''} ({env_name(name)} raises it)"

@@ -1,0 +1,232 @@
+"""Inputs that never end or explode: each stops with one clean line naming where and the limit.
+
+Every case is a config file on disk run through the CLI as a subprocess under a memory cap
+(``RLIMIT_AS``); the test checks the exit status, the one ``compile-prompts: error:`` line,
+the time taken, and that nothing outside OUT changed. Big inputs are made here, at test time
+(sparse files, FIFOs), never committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CAP = 300 << 20  # bytes of address space a run may use
+SECONDS = 5.0
+
+
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
+
+
+def run_capped(*args: object, cwd: Path, **env: str) -> tuple[subprocess.CompletedProcess[str],
+                                                               float]:
+    """The CLI in ``cwd`` under the memory cap; (process, seconds)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROMPT_COMPILER_")}
+    environ.update(env, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, preexec_fn=_cap,
+                          env=environ)
+    return proc, time.monotonic() - began
+
+
+def state(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``folder`` but OUT: (size, mtime) — big sparse files are not read."""
+    return {p.relative_to(folder).as_posix(): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if "out" not in p.relative_to(folder).parts}
+
+
+def one_error(tmp_path: Path, config: str, *args: object, **env: str) -> str:
+    """Run ``config`` -o out; assert a clean, bounded failure; return its one line."""
+    before = state(tmp_path)
+    proc, took = run_capped(config, "-o", "out", *args, cwd=tmp_path, **env)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("compile-prompts: error: "), proc.stderr
+    assert took < SECONDS, (took, lines[0])
+    assert state(tmp_path) == before
+    assert not (tmp_path / "out").exists()
+    return lines[0]
+
+
+HEAD = ("datasets:\n  - abbr: d\n{where}    reader_cfg: {{input_columns: [question], "
+        "output_column: answer}}\n    infer_cfg:\n"
+        "      prompt_template: {{type: PromptTemplate, template: 'Q: {{question}}'}}\n"
+        "      retriever: {{type: ZeroRetriever}}\n      inferencer: {{type: GenInferencer}}\n"
+        "models: [{{abbr: m, parser: lm, meta_template: null}}]\n")
+
+
+def suite_reading(path: str) -> str:
+    """A YAML suite whose one dataset reads its rows from ``path``."""
+    return HEAD.format(where=f"    path: {json.dumps(path)}\n")
+
+
+# --- YAML alias bombs ----------------------------------------------------------------------------
+
+LAUGHS = "".join(f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]\n"
+                 for i in range(1, 10))
+BOMB = "bombs:\n  l0: &l0 'lol'\n" + LAUGHS
+
+
+@pytest.mark.parametrize("where", ["row", "ignored", "template_kwargs"])
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path: Path, where: str) -> None:
+    rows = "    rows: [{question: q, answer: a}]\n"
+    if where == "row":
+        rows = "    rows: [{question: *l9, answer: a}]\n"
+    elif where == "ignored":
+        rows += "    not_a_key_we_read: *l9\n"
+    text = BOMB + HEAD.format(where=rows)
+    if where == "template_kwargs":
+        text = text.replace("models: [{abbr: m, parser: lm, meta_template: null}]",
+                            "models: [{abbr: m, parser: lm, meta_template: null, "
+                            "template_kwargs: {x: *l9}}]")
+    (tmp_path / "bomb.yaml").write_text(text, encoding="utf-8")
+    line = one_error(tmp_path, "bomb.yaml")
+    assert line.startswith("compile-prompts: error: bomb.yaml: YAML aliases expand to ")
+    assert line.endswith("more nodes than the file holds (an alias bomb?); the limit is 1,000,000 "
+                         "(PROMPT_COMPILER_MAX_YAML_ALIAS_NODES raises it)")
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "loop.yaml").write_text("x: &a [1, *a]\n" + HEAD.format(where="    rows: []\n"),
+                                        encoding="utf-8")
+    assert one_error(tmp_path, "loop.yaml") == (
+        "compile-prompts: error: loop.yaml: line 1: a YAML alias refers to a node that contains "
+        "it (a recursive structure cannot be a config value)")
+
+
+def test_aliases_below_the_limit_load_and_the_variable_raises_it(tmp_path: Path) -> None:
+    text = ("common: &q {question: shared, answer: a}\n"
+            + HEAD.format(where="    rows: [*q, *q]\n"))
+    (tmp_path / "ok.yaml").write_text(text, encoding="utf-8")
+    proc, _ = run_capped("ok.yaml", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8").count(
+        '"prompt": "Q: shared"') == 2
+    shutil.rmtree(tmp_path / "out")
+    small = BOMB.replace("l9", "l4").split("  l5:")[0] + HEAD.format(
+        where="    rows: [{question: q, answer: a}]\n    other: *l4\n")
+    (tmp_path / "small.yaml").write_text(small, encoding="utf-8")  # expands to ~11,111 nodes
+    assert "the limit is 1,000" in one_error(tmp_path, "small.yaml",
+                                             PROMPT_COMPILER_MAX_YAML_ALIAS_NODES="1000")
+    proc, _ = run_capped("small.yaml", "-o", "out2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- data files ---------------------------------------------------------------------------------
+
+
+def test_a_512_mb_line_with_limit_1_stops_at_the_line_limit(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(suite_reading("big.jsonl"), encoding="utf-8")
+    with open(tmp_path / "big.jsonl", "wb") as fh:  # sparse: costs no disk
+        fh.write(b'{"question": "q", "answer": "a"}\n{"question": "')
+        fh.truncate(512 << 20)
+    assert one_error(tmp_path, "s.yaml", "--limit", "1") == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm': big.jsonl: line 2 is too long; "
+        "the limit is 67,108,864 bytes (PROMPT_COMPILER_MAX_LINE_BYTES raises it)")
+
+
+def test_the_line_limit_is_raised_by_its_variable(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(suite_reading("rows.jsonl"), encoding="utf-8")
+    (tmp_path / "rows.jsonl").write_text('{"question": "q", "answer": "a"}\n'
+                                         '{"question": "' + "x" * 100 + '", "answer": "a"}\n',
+                                         encoding="utf-8")
+    assert "line 2 is too long; the limit is 64 bytes" in one_error(
+        tmp_path, "s.yaml", PROMPT_COMPILER_MAX_LINE_BYTES="64")
+    proc, _ = run_capped("s.yaml", "-o", "out", cwd=tmp_path, PROMPT_COMPILER_MAX_LINE_BYTES="200")
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a character device"),
+                                            ("/dev/urandom", "a character device")])
+def test_a_device_as_data_is_refused_unread(tmp_path: Path, path: str, kind: str) -> None:
+    if not Path(path).exists():
+        pytest.skip(f"no {path}")
+    (tmp_path / "s.yaml").write_text(suite_reading(path), encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml") == (
+        f"compile-prompts: error: s.yaml: dataset 'd', model 'm': {path}: is {kind}, not a "
+        "regular file; rows are read from regular files")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_nobody_writes_is_refused_not_waited_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "rows.jsonl")
+    (tmp_path / "s.yaml").write_text(suite_reading("rows.jsonl"), encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml") == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm': rows.jsonl: is a named pipe, "
+        "not a regular file; rows are read from regular files (hint: set "
+        "PROMPT_COMPILER_READ_PIPES=1 to read rows from a named pipe)")
+
+
+def test_a_folder_where_a_file_is_expected_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").mkdir()
+    (tmp_path / "s.yaml").write_text(
+        suite_reading("rows.jsonl").replace("    path:", "    type: jsonl\n    path:"),
+        encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml") == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm': rows.jsonl: is a folder, not a "
+        "regular file; rows are read from regular files")
+
+
+def test_a_csv_of_100000_columns_stops_at_the_column_limit(tmp_path: Path) -> None:
+    header = ",".join(f"c{i}" for i in range(100_000)) + ",question,answer\n"
+    (tmp_path / "wide.csv").write_text(header + "x," * 100_000 + "q,a\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(suite_reading("wide.csv"), encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml") == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm': wide.csv: line 1 (the header): "
+        "100,002 columns; the limit is 10,000 (PROMPT_COMPILER_MAX_COLUMNS raises it)")
+
+
+def test_a_json_row_of_100000_keys_stops_at_the_column_limit(tmp_path: Path) -> None:
+    row = {**{f"c{i}": 1 for i in range(100_000)}, "question": "q", "answer": "a"}
+    ok = json.dumps({"question": "q", "answer": "a"})
+    (tmp_path / "wide.jsonl").write_text(ok + "\n" + json.dumps(row) + "\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(suite_reading("wide.jsonl"), encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml") == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm', row 1: wide.jsonl: line 2 "
+        "(row 1): 100,002 columns; the limit is 10,000 (PROMPT_COMPILER_MAX_COLUMNS raises it)")
+
+
+def test_a_bad_limit_variable_is_one_clean_error(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(HEAD.format(where="    rows: [{question: q, answer: a}]\n"),
+                                     encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml", PROMPT_COMPILER_MAX_COLUMNS="lots") == (
+        "compile-prompts: error: environment variable PROMPT_COMPILER_MAX_COLUMNS='lots': "
+        "expected a positive integer")
+
+
+# --- custom datasets: bot_prompt ------------------------------------------------------------------
+
+CUSTOM = ("datasets = [dict(path='mcq.jsonl', data_type='mcq', infer_method='ppl', "
+          "bot_prompt={bot!r})]\n"
+          "models = [dict(abbr='m', type='HuggingFaceCausalLM', path='x', meta_template=None)]\n")
+
+
+@pytest.mark.parametrize("mode", ["default", "compat"])
+@pytest.mark.parametrize(("bot", "message"), [
+    ("Answer: {nope}", "the placeholder {nope} names no value; a ppl bot_prompt is filled with "
+     "{answer} (the output column) only (hint: write a literal brace as {{ or }})"),
+    ("Answer: {answer.__class__.__mro__}", "the placeholder {answer.__class__.__mro__} reaches "
+     "into a value (an attribute or index); placeholders may only name a value"),
+    ("Answer: {answer[0]}", "the placeholder {answer[0]} reaches into a value (an attribute or "
+     "index); placeholders may only name a value"),
+    ("Answer: {answer:>999999999}", "the format spec '>999999999' asks for 999999999 characters; "
+     "the limit is 16,000,000 (PROMPT_COMPILER_MAX_PROMPT_CHARS raises it)"),
+])
+def test_a_custom_bot_prompt_names_values_only(tmp_path: Path, mode: str, bot: str,
+                                               message: str) -> None:
+    (tmp_path / "mcq.jsonl").write_text('{"question": "q", "A": "a", "B": "b", "answer": "A"}\n',
+                                        encoding="utf-8")
+    (tmp_path / "custom.py").write_text(CUSTOM.format(bot=bot), encoding="utf-8")
+    assert one_error(tmp_path, "custom.py", "--mode", mode) == (
+        "compile-prompts: error: custom.py: dataset 'mcq', model 'm', at "
+        f"datasets[0].bot_prompt: {message}")
