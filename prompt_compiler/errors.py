@@ -7,7 +7,8 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
 
     PromptCompilerError
     ├── ConfigError (ValueError)              a config is malformed
-    │   └── RegistryError (LookupError)       unknown retriever/inferencer/renderer name
+    │   ├── RegistryError (LookupError)       unknown retriever/inferencer/renderer name
+    │   └── UnexpectedKeyError (TypeError)    a key the OpenCompass class does not take
     ├── DataError (ValueError)                rows, files, columns
     │   └── MissingFieldError (KeyError)      a column the template or reader needs is absent
     ├── TemplateError (ValueError)            a prompt template is malformed
@@ -50,6 +51,7 @@ __all__ = [
     "SectionError",
     "TemplateError",
     "TemplateSyntaxError",
+    "UnexpectedKeyError",
     "UnknownRoleError",
     "UnsupportedError",
 ]
@@ -144,6 +146,11 @@ class ConfigError(PromptCompilerError, ValueError):
 
 class RegistryError(ConfigError, LookupError):
     """A type name (retriever, inferencer, renderer, reader, ...) is not registered."""
+
+
+class UnexpectedKeyError(ConfigError, TypeError):
+    """A config key the OpenCompass class it is passed to does not take (a ``TypeError``
+    there); an error in compat mode, a warning in the default mode."""
 
 
 class DataError(PromptCompilerError, ValueError):

@@ -250,12 +250,17 @@ def _pair_job(pair: Pair, data_dir: PathArg | None, compiler: Compiler, lean: bo
               rows: range | None, strict: bool, on_rows: Callable[[int], None] | None
               ) -> tuple[Any, str, dict[str, Any]]:
     """The compile job of one pair, after its warnings (see :func:`compile_pair`)."""
+    compat = compiler.policy.name == "opencompass"
+    for note in (*pair.model.notes, *pair.dataset.notes):
+        if strict or (compat and note.reference is not None):
+            raise _at_origin(note)
+        warnings.warn(PromptCompilerWarning(str(_at_origin(note))), stacklevel=3)
     dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
                                      pair.options, lean=lean)
-    # streamed rows (read while compiling) are not read ahead for the checks
     eager = isinstance(job.rows.test, (list, tuple))
-    for problem in (dataset_warnings(job, dataset.spec) if eager and not rows else []):
+    # the checks read the first row (streamed rows too); a range after the first skips them
+    for problem in (dataset_warnings(job, dataset.spec) if not rows or not rows.start else []):
         problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
         problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
         if strict:
@@ -269,8 +274,9 @@ def _pair_job(pair: Pair, data_dir: PathArg | None, compiler: Compiler, lean: bo
 def _pair_located(pair: Pair, err: PromptCompilerError) -> PromptCompilerError:
     """``err`` located in the pair's config files (dataset and model key paths)."""
     own = pair.dataset.key_path
-    if err.key_path and own and not err.key_path.startswith(own):
-        if err.key_path.startswith("model"):  # the model's own config file and key path
+    if err.key_path and own and not err.key_path.startswith((own, pair.model.key_path)):
+        if err.key_path.startswith("model"):
+            # the model's own config file and key path
             err.key_path = pair.model.key_path + err.key_path[len("model"):]
             err.located(config_path=pair.model.config_path, model=pair.model.abbr)
         elif not err.key_path.startswith("meta_template"):
@@ -345,8 +351,8 @@ def pair_lines(pair: Pair, counts: _Counts, *, data_dir: PathArg | None = None,
 def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
     """What a user should hear about a dataset that still compiles.
 
-    A test split with no rows (nothing is compiled), and ``{placeholders}`` naming no
-    column of the rows (:func:`prompt_compiler.template.placeholders.unknown_placeholders`: they
+    A test split with no rows (nothing is compiled), an ``output_column`` no row has (every
+    ``gold`` is null), and ``{placeholders}`` naming no column of the rows (:func:`prompt_compiler.template.placeholders.unknown_placeholders`: they
     stay in the prompt verbatim). Each is an error object carrying its key path, so a
     caller can print it as a warning or raise it (``--strict``).
     """
@@ -362,6 +368,14 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
     for key, cols in (("ice_template", train_cols), ("prompt_template", test_cols)):
         for hit in unknown_placeholders(infer.get(key), cols, f"infer_cfg.{key}"):
             found.append(ConfigError(hit.message, key_path=hit.key_path))
+    output = (spec.get("reader_cfg") or {}).get("output_column")
+    if isinstance(output, str) and output and output not in test_cols:
+        import difflib
+
+        close = difflib.get_close_matches(output, [str(c) for c in test_cols], n=1, cutoff=0.6)
+        mean = f" (did you mean {close[0]!r}?)" if close else ""
+        found.append(DataError(f"output_column {output!r} names no column of the rows{mean}, so "
+                               "every record's gold is null", key_path="reader_cfg.output_column"))
     return found
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RegistryError
 from ..values import find_problem, join_path
+from .known_keys import check_required_spelling, dataset_key_notes, model_key_notes
 from .opencompass_shim import (
     API_MODELS,
     CHAT_TEMPLATE_MODELS,
@@ -102,6 +103,7 @@ def normalize_dataset(
     entry = _require_dict(entry, "a dataset dict", config_path, key_path)
     check_values(entry, config_path, key_path)
     entry = _unwrap_reader_cfg(entry)
+    check_required_spelling(entry, config_path, key_path)
     derived = False
     abbr = entry.get("abbr")
     if abbr is None and "abbr" not in entry and abbr_optional:
@@ -155,7 +157,8 @@ def normalize_dataset(
     }
     if derived:
         spec = {"abbr": abbr, DERIVED_ABBR_KEY: True, **spec}
-    return DatasetConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec)
+    return DatasetConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
+                         notes=dataset_key_notes(entry, config_path, key_path, abbr))
 
 
 def derive_abbr(entry: Mapping[str, Any]) -> str:
@@ -314,7 +317,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
             files.append(spec["chat_template"])
     _check_model(spec, key_path, where)
     return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
-                       files=tuple(files))
+                       files=tuple(files),
+                       notes=model_key_notes(entry, class_name, config_path, key_path, abbr))
 
 
 # What a tokenizer folder contributes to a count (prompt_compiler.model.tokenize reads these).

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..errors import PromptCompilerError
 
 __all__ = ["DatasetConfig", "ModelConfig", "SuiteConfig", "TypeRef"]
 
@@ -41,6 +44,10 @@ class DatasetConfig:
     ``rows``/``splits`` when inline), plus ``type`` (the loader or reader name as a
     string), ``path``/``data_files`` and any other keys of the entry except ``eval_cfg``.
     Plain data, deep-copied; label dicts may have int keys."""
+    notes: tuple[PromptCompilerError, ...] = ()
+    """What a user should hear about its keys (a likely misspelling, a key OpenCompass
+    refuses): warnings when a pair is compiled (errors with ``--strict``; those with a
+    ``reference`` are errors in compat mode). See :mod:`.known_keys`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,8 @@ class ModelConfig:
     ``system_role`` when the config sets them."""
     files: tuple[str, ...] = ()
     """Files that shape this model's prompts: a meta template or chat template file."""
+    notes: tuple[PromptCompilerError, ...] = ()
+    """As :attr:`DatasetConfig.notes`, for the model's keys."""
 
 
 @dataclass(frozen=True, slots=True)

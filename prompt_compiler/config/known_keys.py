@@ -1,0 +1,295 @@
+"""Which keys a dataset or model dict may hold, and what a misspelt key turns into.
+
+A misspelt key changes prompts silently unless someone says so: ``infer_cgf`` turns a
+dataset into a path-only custom dataset, ``meta_templat`` drops the meta template,
+``abr`` renames the dataset after its file. The tables here say which keys are known:
+
+* :data:`PROJECT_MODEL_KEYS`: model keys this project reads (beyond OpenCompass's own).
+  **The one table to extend** when a model key is added (one line each).
+* :data:`OPENCOMPASS_BUILD_KEYS`: model keys OpenCompass 0.5.4 removes before it builds the
+  model (``build_model_from_cfg``), plus ``type``.
+* :data:`OPENCOMPASS_MODEL_PARAMS`: for each OpenCompass 0.5.4 model class, the keyword
+  parameters of its ``__init__`` (read from ``opencompass/models/*.py`` of the 0.5.4 wheel;
+  tests/test_known_keys.py compares them with an installed wheel when there is one), and
+  whether it also takes ``**kwargs`` (it then logs ``Unused argument k=v`` and goes on).
+* :data:`READER_CFG_KEYS`: the parameters of OpenCompass's ``DatasetReader`` (``reader_cfg``
+  is passed to it as keywords, so another key is a ``TypeError`` there).
+* :data:`INFER_CFG_KEYS`, :data:`DATASET_KEYS`: the keys of ``infer_cfg`` and of a dataset
+  dict this project and OpenCompass read.
+
+What follows from a key outside them (see :func:`model_key_notes`, :func:`dataset_key_notes`):
+
+* a model key its OpenCompass class does not take: an error in compat mode when that class
+  has fixed keyword parameters (OpenCompass fails building the model with a ``TypeError``,
+  attached as ``reference``), a warning otherwise; with a did-you-mean;
+* a ``reader_cfg`` key ``DatasetReader`` does not take: the same (a ``TypeError`` there);
+* a key of ``infer_cfg``, of a dataset dict or of a model without a known class that both
+  OpenCompass and this project ignore: a warning when it is close to a known key;
+* a dataset without ``abbr``, ``reader_cfg`` or ``infer_cfg`` whose dict holds a key close
+  to it: an error naming both (:func:`check_required_spelling`), never a silent fallback.
+
+Warnings are carried on the loaded records (``DatasetConfig.notes``, ``ModelConfig.notes``)
+and raised or printed when a pair is compiled, so ``--strict`` fails on them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import ConfigError, PromptCompilerError, UnexpectedKeyError
+
+__all__ = [
+    "DATASET_KEYS",
+    "INFER_CFG_KEYS",
+    "OPENCOMPASS_BUILD_KEYS",
+    "OPENCOMPASS_MODEL_PARAMS",
+    "PROJECT_MODEL_KEYS",
+    "READER_CFG_KEYS",
+    "check_required_spelling",
+    "close_key",
+    "dataset_key_notes",
+    "model_key_notes",
+]
+
+PROJECT_MODEL_KEYS = frozenset({
+    "abbr", "name", "type", "renderer", "parser", "meta_template", "source",
+    "max_seq_len", "batch_size", "max_out_len", "min_out_len",
+    "system_role", "template_kwargs", "api_format", "prompter", "tokenizer", "chat_template",
+    # chat template inputs (chat_template_kwargs is also a VLLMwithChatTemplate parameter)
+    "chat_template_kwargs", "date", "assistant_prefix", "tools", "documents",
+    "tokenize",
+})
+"""Model keys this project reads. Add a new model key here (and to docs/configs.md)."""
+
+OPENCOMPASS_BUILD_KEYS = frozenset({
+    "type", "run_cfg", "max_out_len", "batch_size", "abbr", "summarizer_abbr",
+    "pred_postprocessor", "min_out_len",
+})
+
+_API = "path key url query_per_second max_seq_len meta_template retry"
+_HF = ("path hf_cache_dir max_seq_len tokenizer_path tokenizer_kwargs peft_path tokenizer_only "
+       "model_kwargs generation_kwargs meta_template extract_pred_after_decode batch_padding "
+       "pad_token_id mode")
+_MS = ("path ms_cache_dir max_seq_len tokenizer_path tokenizer_kwargs peft_path tokenizer_only "
+       "model_kwargs meta_template extract_pred_after_decode batch_padding pad_token_id mode")
+_HF_NEW = ("path model_kwargs tokenizer_path tokenizer_kwargs peft_path peft_kwargs "
+           "tokenizer_only generation_kwargs max_seq_len pad_token_id stop_words")
+_OPENAI = ("path max_seq_len query_per_second rpm_verbose retry key org meta_template "
+           "openai_api_base openai_proxy_url mode logprobs top_logprobs temperature "
+           "tokenizer_path extra_body verbose")
+_SDK = _OPENAI + " http_client_cfg status_code_mappings think_tag"
+
+_PARAMS: dict[str, tuple[str, bool]] = {  # class -> (keyword parameters, takes **kwargs)
+    "AI360GPT": (_API + " generation_kwargs", False),
+    "AlayaLM": ("path max_seq_len tokenizer_only meta_template", True),
+    "BaiChuan": (_API + " system_prompt", False),
+    "BailingAPI": ("path token url meta_template query_per_second retry generation_kwargs "
+                   "max_seq_len", False),
+    "BlueLMAPI": (_API + " system_prompt generation_kwargs", False),
+    "ByteDance": ("path accesskey secretkey url query_per_second max_seq_len meta_template "
+                  "retry generation_kwargs", False),
+    "Claude": ("key path query_per_second max_seq_len meta_template retry", False),
+    "ClaudeAllesAPIN": ("path url key query_per_second max_seq_len meta_template retry", False),
+    "ClaudeSDK": ("key path query_per_second max_seq_len meta_template temperature thinking "
+                  "base_url stream retry extra_headers think_tag claude_extra_kwargs", False),
+    "DeepseekAPI": (_API + " system_prompt timeout", False),
+    "Doubao": ("path endpoint_id access_key secret_key query_per_second max_seq_len "
+               "meta_template retry", False),
+    "ERNIEBot": ("path key secretkey url query_per_second max_seq_len meta_template retry "
+                 "generation_kwargs", False),
+    "GLM130B": ("pkg_root ckpt_path tokenizer_only meta_template", True),
+    "Gemini": ("key path query_per_second max_seq_len meta_template retry temperature top_p "
+               "top_k", False),
+    "HuggingFace": (_HF + " use_fastchat_template end_str", False),
+    "HuggingFaceBaseModel": (_HF_NEW + " drop_middle", True),
+    "HuggingFaceCausalLM": (_HF + " use_fastchat_template end_str", False),
+    "HuggingFaceChatGLM3": (_HF + " num_extra_tokens", False),
+    "HuggingFacewithChatTemplate": (_HF_NEW + " meta_template fastchat_template mode", True),
+    "Hunyuan": ("path secret_id secret_key endpoint query_per_second max_seq_len meta_template "
+                "retry", False),
+    "InternLM": ("path max_seq_len tokenizer_only tokenizer_path model_config tokenizer_type "
+                 "meta_template", False),
+    "InternTrain": ("path module_path max_seq_len tokenizer_only tokenizer_path tokenizer_type "
+                    "model_config parallel_config model_type ckpt_type meta_template model_dtype "
+                    "generation_kwargs sync_rank mode end_str", False),
+    "KrGPT": ("path url max_seq_len meta_template retry generation_kwargs", False),
+    "LLaMA2AccessoryModel": ("tokenizer_only meta_template additional_stop_symbols", True),
+    "LightllmAPI": ("path url meta_template max_workers_per_task rate_per_worker retry "
+                    "generation_kwargs", False),
+    "LightllmChatAPI": ("path url query_per_second max_seq_len meta_template retry", False),
+    "Llama2": ("path max_seq_len max_batch_size tokenizer_only tokenizer_path meta_template",
+               False),
+    "Llama2Chat": ("path max_seq_len max_batch_size tokenizer_only tokenizer_path meta_template "
+                   "force_bf16", False),
+    "MiniMax": ("path key group_id model_type url query_per_second max_seq_len meta_template "
+                "retry", False),
+    "MiniMaxChatCompletionV2": (_API, False),
+    "Mistral": ("path api_key url query_per_second max_seq_len meta_template retry", False),
+    "Mixtral": ("path max_seq_len max_batch_size tokenizer_only tokenizer_path meta_template "
+                "num_gpus", False),
+    "ModelScope": (_MS, False),
+    "ModelScopeCausalLM": (_MS, False),
+    "MoonShot": (_API + " system_prompt", False),
+    "Nanbeige": (_API, False),
+    "OpenAI": (_OPENAI + " think_tag max_workers image_format image_min_edge", False),
+    "OpenAISDK": (_SDK + " max_workers openai_extra_kwargs timeout image_format image_min_edge",
+                  False),
+    "OpenAISDKStreaming": (_SDK + " openai_extra_kwargs stream stream_chunk_size timeout "
+                           "finish_reason_confirm max_workers image_format image_min_edge", False),
+    "PanGu": ("path access_key secret_key url token_url project_name query_per_second "
+              "max_seq_len meta_template retry", False),
+    "Qwen": ("path key query_per_second max_seq_len meta_template retry generation_kwargs",
+             False),
+    "Rendu": (_API + " generation_kwargs", False),
+    "SenseTime": ("path url key query_per_second max_seq_len meta_template retry parameters",
+                  False),
+    "StepFun": (_API + " system_prompt", False),
+    "TurboMindModel": ("path backend max_seq_len meta_template engine_config gen_config "
+                       "batch_padding drop_middle end_str", False),
+    "TurboMindModelwithChatTemplate": ("path tokenizer_only backend engine_config gen_config "
+                                       "max_seq_len meta_template fastchat_template stop_words "
+                                       "drop_middle", False),
+    "UniGPT": ("path appkey secret url query_per_second max_seq_len meta_template retry "
+               "temperature", False),
+    "VLLM": ("path max_seq_len model_kwargs generation_kwargs meta_template mode "
+             "use_fastchat_template lora_path stop_words", False),
+    "VLLMwithChatTemplate": ("path model_kwargs tokenizer_only generation_kwargs max_seq_len "
+                             "meta_template fastchat_template stop_words lora_path "
+                             "chat_template_kwargs", False),
+    "XunFei": ("path appid api_secret api_key domain query_per_second max_seq_len meta_template "
+               "retry", False),
+    "XunFeiSpark": ("path url app_id api_key api_secret query_per_second max_seq_len "
+                    "meta_template retry", False),
+    "Yayi": ("path url url_path x_tilake_app_key x_tilake_app_secret "
+             "x_tilake_ca_sginature_method query_per_second max_seq_len meta_template retry "
+             "temperature", False),
+    "YiAPI": (_API + " system_prompt", False),
+    "ZhiPuAI": ("path key query_per_second max_seq_len meta_template retry", False),
+    "ZhiPuV2AI": ("path key query_per_second max_seq_len meta_template retry generation_kwargs",
+                  False),
+}
+
+OPENCOMPASS_MODEL_PARAMS: dict[str, tuple[frozenset[str], bool]] = {
+    name: (frozenset(params.split()), kwargs) for name, (params, kwargs) in _PARAMS.items()
+}
+"""OpenCompass 0.5.4 model class -> (its ``__init__`` keyword parameters, takes ``**kwargs``)."""
+
+_ALL_MODEL_PARAMS = frozenset().union(*(p for p, _ in OPENCOMPASS_MODEL_PARAMS.values()))
+
+READER_CFG_KEYS = frozenset({
+    "input_columns", "output_column", "input_template", "output_template",
+    "train_split", "train_range", "test_split", "test_range",
+})
+INFER_CFG_KEYS = frozenset({"ice_template", "prompt_template", "retriever", "inferencer"})
+DATASET_KEYS = frozenset({
+    "abbr", "type", "path", "data_files", "name", "reader_cfg", "infer_cfg", "eval_cfg",
+    "rows", "splits", "fewshot",
+})
+# Dataset keys that OpenCompass's loaders commonly take although close to a key above.
+_LOADER_KEYS = frozenset({"split"})
+_REQUIRED_DATASET_KEYS = ("abbr", "reader_cfg", "infer_cfg")
+_CUTOFF = 0.75
+
+
+def close_key(key: str, known: Iterable[str], cutoff: float = _CUTOFF) -> list[str]:
+    """The known keys ``key`` is a likely misspelling of (closest first)."""
+    return difflib.get_close_matches(key, sorted(known), n=2, cutoff=cutoff)
+
+
+def _mean(close: list[str]) -> str:
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def check_required_spelling(entry: Mapping[str, Any], config_path: str, key_path: str) -> None:
+    """A dataset missing ``abbr``/``reader_cfg``/``infer_cfg`` but holding a key close to it.
+
+    Raises:
+        ConfigError: Naming both keys (a typo would otherwise change the prompts silently).
+    """
+    for required in _REQUIRED_DATASET_KEYS:
+        if required in entry:
+            continue
+        near = [k for k in entry if isinstance(k, str) and k not in DATASET_KEYS
+                and k not in _LOADER_KEYS and close_key(k, [required])]
+        if near:
+            raise ConfigError(
+                f"the dataset has no {required!r} but has {near[0]!r}: a misspelling of "
+                f"{required!r}?", config_path=config_path, key_path=f"{key_path}.{near[0]}",
+                dataset=entry.get("abbr") if isinstance(entry.get("abbr"), str) else None,
+                hint=f"rename {near[0]!r} to {required!r}")
+
+
+def model_key_notes(entry: Mapping[str, Any], class_name: str | None, config_path: str,
+                    key_path: str, abbr: str) -> tuple[PromptCompilerError, ...]:
+    """Warnings (and compat-mode errors: those with a ``reference``) for a model's keys."""
+    notes: list[PromptCompilerError] = []
+    where: dict[str, Any] = {"config_path": config_path, "model": abbr}
+    params = OPENCOMPASS_MODEL_PARAMS.get(class_name or "")
+    for key in entry:
+        if not isinstance(key, str) or key in PROJECT_MODEL_KEYS or key in OPENCOMPASS_BUILD_KEYS:
+            continue
+        sub = f"{key_path}.{key}"
+        if params is None:  # no OpenCompass class known: only a near miss is worth a word
+            if key in _ALL_MODEL_PARAMS:
+                continue
+            close = close_key(key, PROJECT_MODEL_KEYS | _ALL_MODEL_PARAMS | OPENCOMPASS_BUILD_KEYS)
+            if close:
+                notes.append(ConfigError(
+                    f"model key {key!r} is read neither by this project nor by OpenCompass"
+                    f"{_mean(close)}", key_path=sub, **where))
+            continue
+        taken, kwargs = params
+        if key in taken:
+            continue
+        close = close_key(key, taken | PROJECT_MODEL_KEYS | OPENCOMPASS_BUILD_KEYS)
+        if kwargs:
+            notes.append(ConfigError(
+                f"OpenCompass's {class_name} takes no key {key!r}{_mean(close)}; OpenCompass "
+                f"0.5.4 logs 'Unused argument {key}=...' and ignores it", key_path=sub, **where))
+            continue
+        notes.append(UnexpectedKeyError(
+            f"OpenCompass's {class_name} takes no key {key!r}{_mean(close)}: OpenCompass 0.5.4 "
+            "fails building such a model (compat mode stops), the default mode ignores the key",
+            key_path=sub,
+            reference=("TypeError",
+                       f"{class_name}.__init__() got an unexpected keyword argument '{key}'"),
+            **where))
+    return tuple(notes)
+
+
+def dataset_key_notes(entry: Mapping[str, Any], config_path: str, key_path: str,
+                      abbr: str) -> tuple[PromptCompilerError, ...]:
+    """Warnings (and compat-mode errors) for a dataset's keys and its reader_cfg/infer_cfg keys."""
+    notes: list[PromptCompilerError] = []
+    where: dict[str, Any] = {"config_path": config_path, "dataset": abbr}
+    for key in entry:
+        if not isinstance(key, str) or key in DATASET_KEYS or key in _LOADER_KEYS:
+            continue
+        close = [c for c in close_key(key, DATASET_KEYS) if c not in entry]
+        if close:
+            notes.append(ConfigError(
+                f"dataset key {key!r} is read neither by this project nor by OpenCompass's "
+                f"prompt building{_mean(close)}", key_path=f"{key_path}.{key}", **where))
+    reader = entry.get("reader_cfg")
+    for key in reader if isinstance(reader, Mapping) else ():
+        if isinstance(key, str) and key not in READER_CFG_KEYS:
+            notes.append(UnexpectedKeyError(
+                f"reader_cfg takes no key {key!r}{_mean(close_key(key, READER_CFG_KEYS))}: "
+                "OpenCompass 0.5.4 fails building such a dataset (compat mode stops), the "
+                "default mode ignores the key",
+                key_path=f"{key_path}.reader_cfg.{key}",
+                reference=("TypeError",
+                           f"DatasetReader.__init__() got an unexpected keyword argument '{key}'"),
+                **where))
+    infer = entry.get("infer_cfg")
+    for key in infer if isinstance(infer, Mapping) else ():
+        if not isinstance(key, str) or key in INFER_CFG_KEYS:
+            continue
+        close = close_key(key, INFER_CFG_KEYS)
+        if close:
+            notes.append(ConfigError(
+                f"infer_cfg key {key!r} is read neither by this project nor by OpenCompass"
+                f"{_mean(close)}", key_path=f"{key_path}.infer_cfg.{key}", **where))
+    return tuple(notes)
