@@ -351,8 +351,9 @@ def pair_lines(pair: Pair, counts: _Counts, *, data_dir: PathArg | None = None,
 def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
     """What a user should hear about a dataset that still compiles.
 
-    A test split with no rows (nothing is compiled), an ``output_column`` no row has (every
-    ``gold`` is null), and ``{placeholders}`` naming no column of the rows (:func:`prompt_compiler.template.placeholders.unknown_placeholders`: they
+    A test split with no rows (nothing is compiled), an ``output_column`` no row has
+    (every ``gold`` is null), and ``{placeholders}`` naming no column of the rows
+    (:func:`prompt_compiler.template.placeholders.unknown_placeholders`: they
     stay in the prompt verbatim). Each is an error object carrying its key path, so a
     caller can print it as a warning or raise it (``--strict``).
     """

@@ -124,7 +124,7 @@ def test_record_files_and_identical(outputs: Path) -> None:
     assert (proc.returncode, proc.stdout) == (
         0,
         "demo x base: 2 same, 0 changed, 0 only in A, 0 only in B\n\n"
-        "identical: 2 prompts in 1 dataset x model pairs\n",
+        "identical: 2 prompts in 1 dataset x model pair\n",
     )
     # two models' files of one run: names joined
     write(outputs / "C/other/demo.jsonl", [{**rec(0, "Q: 1\nA:"), "model": "other"}])

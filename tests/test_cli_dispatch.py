@@ -25,7 +25,7 @@ def test_models_word_lists_templates_even_beside_a_models_folder(tmp_path: Path)
     # ./models is the folder: compiled, one dataset x one model.
     compiled = cli("./models", "--check", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
-    assert compiled.stdout.startswith("1 dataset x model pairs, 1 prompts")
+    assert compiled.stdout.startswith("1 dataset x model pair, 1 prompt (")
 
 
 def test_python_dash_m_is_the_cli(tmp_path: Path) -> None:

@@ -279,8 +279,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         total = sum(o["records"] for o in manifest["outputs"].values())
         where = "checked, nothing written" if out is None else f"written to {out}/"
-        print(f"{len(manifest['outputs'])} dataset x model pairs, {total} prompts "
-              f"({mode} mode), {where}")
+        pairs = len(manifest["outputs"])
+        print(f"{pairs} dataset x model pair{'s' * (pairs != 1)}, "
+              f"{total} prompt{'s' * (total != 1)} ({mode} mode), {where}")
         over = sum(o.get("over_limit", 0) for o in manifest["outputs"].values())
         if over:
             print(f"{over} {'prompt is' if over == 1 else 'prompts are'} over max_seq_len with "

@@ -95,8 +95,8 @@ _PARAMS: dict[str, tuple[str, bool]] = {  # class -> (keyword parameters, takes 
     "ClaudeSDK": ("key path query_per_second max_seq_len meta_template temperature thinking "
                   "base_url stream retry extra_headers think_tag claude_extra_kwargs", False),
     "DeepseekAPI": (_API + " system_prompt timeout", False),
-    "Doubao": ("path endpoint_id access_key secret_key query_per_second max_seq_len "
-               "meta_template retry", False),
+    "Doubao": ("path accesskey secretkey query_per_second max_seq_len meta_template retry "
+               "generation_kwargs", False),
     "ERNIEBot": ("path key secretkey url query_per_second max_seq_len meta_template retry "
                  "generation_kwargs", False),
     "GLM130B": ("pkg_root ckpt_path tokenizer_only meta_template", True),

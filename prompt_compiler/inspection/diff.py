@@ -180,10 +180,11 @@ def diff_text(pairs: list[PairDiff], *, context: int = 3, max_items: int = 20) -
         differing = sum(not p.identical for p in pairs)
         out.append(
             f"differ: {changed} changed, {only_a} only in A, {only_b} only in B "
-            f"(in {differing} of {len(pairs)} dataset x model pairs)"
+            f"(in {differing} of {len(pairs)} dataset x model pair{'s' * (len(pairs) != 1)})"
         )
     else:
-        out.append(f"identical: {total} prompts in {len(pairs)} dataset x model pairs")
+        out.append(f"identical: {total} prompt{'s' * (total != 1)} in {len(pairs)} dataset x "
+                   f"model pair{'s' * (len(pairs) != 1)}")
     return "\n".join(out) + "\n"
 
 
