@@ -235,9 +235,9 @@ def test_inline_rows_must_be_objects(tmp_path: Path) -> None:
 
 
 def test_unknown_suffix_without_type(tmp_path: Path) -> None:
-    write(tmp_path / "d.parquet", "")
-    message = _raises(load_splits, dataset(tmp_path, path="d.parquet"), None)
-    assert "cannot tell how to read this file" in message and "jsonl, json, csv, hf_disk" in message
+    write(tmp_path / "d.xlsx", "")
+    message = _raises(load_splits, dataset(tmp_path, path="d.xlsx"), None)
+    assert "cannot tell how to read this file" in message and "jsonl, json, csv" in message
 
 
 def test_hf_reader_names_the_missing_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
