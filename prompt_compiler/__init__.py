@@ -20,14 +20,17 @@ Whole suites, as the CLI compiles them::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
 
+from . import _moved
+from ._version import __version__
 from .assemble.base import Record
 from .compiler import CompiledDataset, Compiler
 from .data.reader import ReaderConfig
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
 from .model.spec import Model, whitespace_tokens
+from .model.tokenize import register_token_counter
 from .policy import DEFECTS, Policy
 from .promptlist import Marker, PromptList, RoleItem
 from .render import MetaTemplate
@@ -35,14 +38,62 @@ from .suite import Suite, compile, compile_to_dir, load
 from .template.prompt_template import PromptTemplate
 from .template.raw_template import RawPromptTemplate
 
+_moved.install()
+
+if TYPE_CHECKING:
+    from .api_formats import FormatRegistry, MessageFormat, Msg, format_chat, format_messages
+    from .prompters import AlpacaPrompter, ChatPrompter, InstructionPrompter, InstructionTemplate
+    from .render.chat_template import ChatTemplate
+    from .template.jinja_prompt import JinjaPrompt
+
+_LAZY = {
+    # the seeds' prompt styles, imported when first used (they pull in jinja2 and more)
+    "AlpacaPrompter": "prompters",
+    "ChatPrompter": "prompters",
+    "ChatTemplate": "render.chat_template",
+    "FormatRegistry": "api_formats",
+    "InstructionPrompter": "prompters",
+    "InstructionTemplate": "prompters",
+    "JinjaPrompt": "template.jinja_prompt",
+    "MessageFormat": "api_formats",
+    "Msg": "api_formats",
+    "format_chat": "api_formats",
+    "format_messages": "api_formats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'prompt_compiler' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     *_errors_all,
     "DEFECTS",
+    "AlpacaPrompter",
+    "ChatPrompter",
+    "ChatTemplate",
     "CompiledDataset",
     "Compiler",
+    "FormatRegistry",
+    "InstructionPrompter",
+    "InstructionTemplate",
+    "JinjaPrompt",
     "Marker",
+    "MessageFormat",
     "MetaTemplate",
     "Model",
+    "Msg",
     "Policy",
     "PromptList",
     "PromptTemplate",
@@ -54,6 +105,9 @@ __all__ = [
     "__version__",
     "compile",
     "compile_to_dir",
+    "format_chat",
+    "format_messages",
     "load",
+    "register_token_counter",
     "whitespace_tokens",
 ]

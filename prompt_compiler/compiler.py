@@ -22,18 +22,19 @@ from .assemble.multiround import multiround_records
 from .assemble.ppl import ppl_records, ppl_reference_failure
 from .assemble.scoring import ll_records, ppl_only_records, sw_ce_loss_records
 from .config.custom import circular_rows, complete_custom_dataset
-from .config.normalize import CUSTOM_KEY, DERIVED_ABBR_KEY
+from .config.records import CUSTOM_KEY, DERIVED_ABBR_KEY
 from .data.reader import DatasetRows, ReaderConfig, prepare_rows
 from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, UnsupportedError
 from .model.generation import resolve as resolve_generation
-from .model.spec import API_WORD_COUNTED, Model, TokenCounter, api_words, whitespace_tokens
+from .model.spec import Model, build_model
+from .model.tokenize import TokenCounter, token_counter, token_counters
 from .policy import Policy
 from .retrieve.basic import Retriever, default_retrievers
-from .template.prompt_template import PromptTemplate
+from .template.prompt_template import PromptTemplate, require_template
 from .template.raw_template import RawPromptTemplate
 from .values import find_problem, join_path
 
-__all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning"]
+__all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning", "JobRun"]
 
 
 class IgnoredSettingWarning(UserWarning):
@@ -122,6 +123,16 @@ class CompiledDataset:
     infer_mode: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """What :meth:`Compiler.run` gives: the retrieved example ids of every test row, the ppl
+    or ll labels (``None`` for other kinds) and the records, streamed."""
+
+    retrieved: Sequence[Sequence[int]]
+    labels: list[Any] | None
+    records: Iterator[Record]
+
+
 @dataclass
 class Compiler:
     """Owns the registries and the compile policy.
@@ -133,19 +144,24 @@ class Compiler:
     mode: str = "default"
     retrievers: dict[str, Callable[[Mapping[str, Any], str], Retriever]] = field(
         default_factory=default_retrievers)
-    token_counters: dict[str, TokenCounter] = field(
-        default_factory=lambda: {"whitespace": whitespace_tokens, "api-words": api_words})
+    token_counters: dict[str, TokenCounter] = field(default_factory=token_counters)
+    """This compiler's counters: the process's (:func:`prompt_compiler.register_token_counter`,
+    which config files can name) when it was made, and its own (:meth:`register_token_counter`)."""
 
     def __post_init__(self) -> None:
         self.policy = Policy.of(self.mode)
 
-    def register_retriever(self, name: str, builder: Callable[[Mapping[str, Any], str], Retriever]) -> None:
+    def register_retriever(self, name: str,
+                           builder: Callable[[Mapping[str, Any], str], Retriever]) -> None:
         """Add a retriever type; a taken name raises :class:`RegistryError`."""
         if name in self.retrievers:
             raise RegistryError(f"a retriever named {name!r} is already registered")
         self.retrievers[name] = builder
 
     def register_token_counter(self, name: str, counter: TokenCounter) -> None:
+        """Add a token counter to this compiler only; a taken name raises
+        :class:`RegistryError`. Config files loaded by :func:`prompt_compiler.load` can name
+        the counters of :func:`prompt_compiler.register_token_counter` (every compiler's)."""
         if name in self.token_counters:
             raise RegistryError(f"a token counter named {name!r} is already registered")
         self.token_counters[name] = counter
@@ -153,33 +169,18 @@ class Compiler:
     # -- building -------------------------------------------------------------
 
     def model(self, cfg: Mapping[str, Any] | Model, *, where: str = "model") -> Model:
-        if isinstance(cfg, Model):
-            return cfg
-        name = cfg.get("tokenizer", _default_counter(cfg)) if isinstance(cfg, Mapping) \
-            else "whitespace"
-        return Model.from_dict(cfg, where=where, count_tokens=self.token_counter(name, where))
+        """A :class:`Model` from a model config (:func:`prompt_compiler.model.spec.build_model`
+        with this compiler's counters)."""
+        return build_model(cfg, where=where, counters=self._counters())
 
     def token_counter(self, name: Any, where: str = "model") -> TokenCounter:
-        """A registered counter by name, else a real tokenizer the name points to.
+        """A counter of this compiler or of the process by name, else a real tokenizer the
+        name points to (:func:`prompt_compiler.model.tokenize.token_counter`)."""
+        return token_counter(name, where, self._counters())
 
-        Anything not registered is read by :func:`prompt_compiler.model.tokenize.load_tokenizer`:
-        a ``tokenizer.json``, a tokenizer folder or its ``tokenizer_config.json``, or a
-        tiktoken encoding / OpenAI model name (loaded tokenizers are cached per process).
-        """
-        if isinstance(name, str) and name in self.token_counters:
-            return self.token_counters[name]
-        if not isinstance(name, str) or not name:
-            raise RegistryError(f"unknown token counter {name!r}; available: "
-                                f"{', '.join(self.token_counters)}", key_path=f"{where}.tokenizer")
-        from .model.tokenize import load_tokenizer
-
-        try:
-            return load_tokenizer(name)
-        except PromptCompilerError as err:
-            err.message += f" (registered counters: {', '.join(self.token_counters)})"
-            # The loader knows the file, not where the key sits in this config.
-            err.key_path = f"{where}.tokenizer"
-            raise err from None
+    def _counters(self) -> dict[str, TokenCounter]:
+        # counters registered for the process after this compiler was made count too
+        return {**token_counters(), **self.token_counters}
 
     @staticmethod
     def _template(cfg: Any, where: str) -> Template:
@@ -197,7 +198,8 @@ class Compiler:
                     "PromptTemplate takes template, ice_token, sep_token and engine"
                     + (f"; unexpected: {', '.join(sorted(map(str, unknown)))}" if unknown else
                        "; 'template' is missing"), key_path=where)
-            return PromptTemplate(params["template"], params.get("ice_token"), params.get("sep_token"),
+            return PromptTemplate(params["template"], params.get("ice_token"),
+                                  params.get("sep_token"),
                                   where=f"{where}.template", engine=params.get("engine", "format"))
         if kind == "RawPromptTemplate":
             if "messages" not in params:
@@ -238,7 +240,7 @@ class Compiler:
             job.token_lens = not lean
             return job, kind, params
         except PromptCompilerError as err:
-            raise err.located(dataset=abbr)
+            raise err.located(dataset=abbr) from None
 
     def _job(self, abbr: str, dataset: Mapping[str, Any], model_cfg: Mapping[str, Any] | Model,
              options: Mapping[str, Any]) -> tuple[Job, str, dict[str, Any]]:
@@ -251,30 +253,33 @@ class Compiler:
             if "ice_template" in infer else None
         prompt = self._template(infer["prompt_template"], "infer_cfg.prompt_template") \
             if "prompt_template" in infer else None
-        if ice is None and prompt is None:
-            raise ConfigError("infer_cfg needs a prompt_template or an ice_template", key_path="infer_cfg",
-                              reference=("AssertionError", ""))
+        require_template(ice is not None, prompt is not None)
         ret_cfg = infer.get("retriever") or {"type": "ZeroRetriever"}
         if not isinstance(ret_cfg, Mapping):
-            raise ConfigError("retriever must be a dict with a 'type'", key_path="infer_cfg.retriever")
+            raise ConfigError("retriever must be a dict with a 'type'",
+                              key_path="infer_cfg.retriever")
         raw_type = ret_cfg.get("type")
-        ret_type = raw_type if isinstance(raw_type, str) and "/" in raw_type else type_name(raw_type)
+        ret_type = raw_type if isinstance(raw_type, str) and "/" in raw_type \
+            else type_name(raw_type)
         if ret_type not in self.retrievers and (found := _plugin(ret_type)) is not None:
             self.retrievers[ret_type] = found
         if ret_type not in self.retrievers:
             raise RegistryError(
                 f"unknown retriever {ret_type!r}; available: {', '.join(self.retrievers)}",
-                key_path="infer_cfg.retriever.type", hint=_did_you_mean(ret_type, list(self.retrievers)))
+                key_path="infer_cfg.retriever.type",
+                hint=_did_you_mean(ret_type, list(self.retrievers)))
         retriever = self.retrievers[ret_type](
             {k: v for k, v in ret_cfg.items() if k != "type"}, "infer_cfg.retriever")
         inf_cfg = infer.get("inferencer")
         if not isinstance(inf_cfg, Mapping):
-            raise ConfigError("inferencer must be a dict with a 'type'", key_path="infer_cfg.inferencer")
+            raise ConfigError("inferencer must be a dict with a 'type'",
+                              key_path="infer_cfg.inferencer")
         inf_type = type_name(inf_cfg.get("type"))
         if inf_type not in INFERENCERS:
             raise RegistryError(
                 f"unknown inferencer {inf_type!r}; available: {', '.join(INFERENCERS)}",
-                key_path="infer_cfg.inferencer.type", hint=_did_you_mean(inf_type, list(INFERENCERS)))
+                key_path="infer_cfg.inferencer.type",
+                hint=_did_you_mean(inf_type, list(INFERENCERS)))
         kind = INFERENCERS[inf_type]
         if kind == "loop":
             raise UnsupportedError(
@@ -327,43 +332,37 @@ class Compiler:
     def iter_records(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                      options: Mapping[str, Any] | None = None,
                      reply: Callable[[Any], str] | None = None,
-                     lean: bool = False, spans: bool = False,
-                     rows: range | None = None) -> Iterator[Record]:
+                     lean: bool = False, rows: range | None = None) -> Iterator[Record]:
         """Stream the records of one dataset x model (see :meth:`compile`).
 
-        ``spans=True`` sets each record's :attr:`Record.spans` (see :mod:`.spans`).
         ``lean=True`` (what the CLI writes) streams records built through a compiled
         :mod:`~prompt_compiler.plan` where one applies: the same prompts, ids and labels, but
         no ``intermediate``, and ``token_len`` only where ``max_seq_len`` needs the count.
         ``rows`` limits the records to those test rows (a dataset split across processes).
+        Span provenance is added by the caller (:func:`prompt_compiler.inspection.spans.add_spans`
+        on :meth:`run`'s output).
         """
         job, kind, params = self.job(dataset, model, options, lean=lean)
-        yield from self.job_records(job, kind, params, reply=reply, lean=lean, spans=spans,
-                                    rows=rows)
+        yield from self.job_records(job, kind, params, reply=reply, lean=lean, rows=rows)
 
     def job_records(self, job: Job, kind: str, params: Mapping[str, Any], *,
                     reply: Callable[[Any], str] | None = None, lean: bool = False,
-                    spans: bool = False, rows: range | None = None) -> Iterator[Record]:
+                    rows: range | None = None) -> Iterator[Record]:
         """The records of a job built by :meth:`job` (see :meth:`iter_records`)."""
-        if not spans:
-            yield from self._records(job, kind, params, reply, lean=lean, rows=rows)[2]
-            return
-        # Span provenance re-renders each record through the generic path (prompt_compiler.inspection.spans).
-        from .emit.records import record_json
-        from .inspection.spans import add_spans
+        yield from self.run(job, kind, params, reply=reply, lean=lean, rows=rows).records
 
-        _, labels, records = self._records(job, kind, params, reply, lean=False, rows=rows)
-        yield from add_spans(job, kind, params, records, labels,
-                             lambda rec: record_json(rec)["prompt"])
-
-    def _records(self, job: Job, kind: str, params: Mapping[str, Any],
-                 reply: Callable[[Any], str] | None, *, lean: bool = False,
-                 rows: range | None = None
-                 ) -> tuple[Sequence[Sequence[int]], list[Any] | None, Iterator[Record]]:
+    def retrieve(self, job: Job) -> Sequence[Sequence[int]]:
+        """The in-context example ids of every test row of ``job`` (errors name the dataset)."""
         try:
-            retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
+            return job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
         except PromptCompilerError as err:
-            raise err.located(dataset=job.abbr)
+            raise err.located(dataset=job.abbr) from None
+
+    def run(self, job: Job, kind: str, params: Mapping[str, Any], *,
+            reply: Callable[[Any], str] | None = None, lean: bool = False,
+            rows: range | None = None) -> JobRun:
+        """Retrieve, then assemble and render the records of ``job`` (streamed, lazily)."""
+        retrieved = self.retrieve(job)
         labels = None
         gen, ppl = (plan.gen_records, plan.ppl_records) if lean else (gen_records, ppl_records)
         token = params.get("gen_field_replace_token", "")
@@ -394,7 +393,7 @@ class Compiler:
         if rows is not None and (kind in ("clp", "chat", "ppl_only", "inference_ppl_only",
                                           "sw_ce_loss") or params.get("multiround")):
             records = (r for r in records if r.index in rows)
-        return retrieved, labels, _located(_settled(records, job), job)
+        return JobRun(retrieved, labels, _located(_settled(records, job), job))
 
     def compile(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                 options: Mapping[str, Any] | None = None,
@@ -410,8 +409,8 @@ class Compiler:
             reply: Stands in for the model's answers in ChatInferencer ``every`` mode.
         """
         job, kind, params = self.job(dataset, model, options)
-        retrieved, labels, records = self._records(job, kind, params, reply)
-        out = tuple(records)
+        run = self.run(job, kind, params, reply=reply)
+        retrieved, labels, out = run.retrieved, run.labels, tuple(run.records)
         failure = None
         if kind == "ppl" and retrieved:
             failure = ppl_reference_failure(job, job.build_ice(retrieved[0]))
@@ -457,7 +456,7 @@ def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:
     try:
         yield from records
     except PromptCompilerError as err:
-        raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row)
+        raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
 
 
 def _check_plain(dataset: Any, model: Any, options: Any) -> None:
@@ -491,12 +490,3 @@ def _check_plain(dataset: Any, model: Any, options: Any) -> None:
                 where = f"split {split!r}, " if split is not None else ""
                 column = found[0].removeprefix("[").replace("]", "", 1)
                 raise DataError(f"{where}column {column}: {found[1]}", row=index)
-
-
-def _default_counter(cfg: Mapping[str, Any]) -> str:
-    """The counter of a model without ``tokenizer``: OpenCompass's own word count for the API
-    classes that keep ``BaseAPIModel.get_token_len``, else whitespace words."""
-    cls = cfg.get("type")
-    if isinstance(cls, str) and cls.rsplit(".", 1)[-1] in API_WORD_COUNTED:
-        return "api-words"
-    return "whitespace"

@@ -11,16 +11,21 @@ meta template then renders. The items keep OpenCompass's well-known shape so tha
 
 Sections are stored as marker pairs because OpenCompass's behaviour (including its
 defects, reproduced in compat mode) is defined on that flat form; the renderers
-(:mod:`prompt_compiler.render.sections`) read them back as nested sections in one place.
+(:func:`prompt_compiler.render.meta.walk`) read them back as nested sections in one place.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
-__all__ = ["Item", "Marker", "PromptList", "RoleItem", "item_from_obj"]
+from .errors import DataError
+
+__all__ = ["Item", "Marker", "PromptList", "RoleItem", "canonical_prompt", "item_from_obj",
+           "json_default", "prompt_sha256"]
 
 SECTION_NAMES = ("begin", "round", "end", "ice")
 
@@ -102,7 +107,7 @@ class RoleItem:
         return f"dict({inner})"
 
 
-Item = Union[str, RoleItem, Marker]
+Item = str | RoleItem | Marker
 
 
 def item_from_obj(obj: Any) -> Item:
@@ -174,3 +179,36 @@ class PromptList:
     def roles(self) -> list[RoleItem]:
         """The role items, in order."""
         return [i for i in self.items if isinstance(i, RoleItem)]
+
+
+def json_default(value: Any) -> Any:
+    """``json.dumps``'s ``default`` for prompts: a PromptList as its list form."""
+    if isinstance(value, PromptList):
+        return value.to_list()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def canonical_prompt(prompt: Any) -> str:
+    """The text a prompt's hash covers: a string as it is, a message list as compact JSON.
+
+    Raises:
+        ValueError: A message list holds NaN/Infinity (no strict JSON form).
+    """
+    return prompt if isinstance(prompt, str) else json.dumps(
+        prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=json_default,
+        allow_nan=False)
+
+
+def prompt_sha256(prompt: Any) -> str:
+    """Content hash of a compiled prompt (what the model receives, not the config): the
+    sha256 of :func:`canonical_prompt`'s UTF-8 bytes, as the records' ``prompt_sha256``.
+
+    Raises:
+        DataError: The prompt holds a lone surrogate (it has no UTF-8 form).
+    """
+    try:
+        return hashlib.sha256(canonical_prompt(prompt).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError as exc:
+        raise DataError(f"the prompt holds a lone surrogate ({exc.object[exc.start]!r} at "
+                        f"character {exc.start}), which has no UTF-8 form",
+                        hint="fix the text in the data or config") from None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .assemble.base import Record
 from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
@@ -241,9 +241,23 @@ def compile_pair(pair: Pair, *, data_dir: PathArg | None = None, mode: str = "de
     compiler = compiler or Compiler(mode=mode)
     try:
         job, kind, params = _pair_job(pair, data_dir, compiler, lean, rows, strict, on_rows)
-        yield from compiler.job_records(job, kind, params, lean=lean, spans=spans, rows=rows)
+        yield from _job_records(compiler, job, kind, params, lean=lean, spans=spans, rows=rows)
     except PromptCompilerError as err:
         raise _pair_located(pair, err) from None
+
+
+def _job_records(compiler: Compiler, job: Any, kind: str, params: Mapping[str, Any], *,
+                 lean: bool, spans: bool, rows: range | None) -> Iterator[Record]:
+    """A job's records; with ``spans``, each with its span provenance (the generic path,
+    re-rendered with tagged values: :func:`prompt_compiler.inspection.spans.add_spans`)."""
+    if not spans:
+        yield from compiler.job_records(job, kind, params, lean=lean, rows=rows)
+        return
+    from .inspection.spans import add_spans
+
+    run = compiler.run(job, kind, params, rows=rows)
+    yield from add_spans(job, kind, params, run.records, run.labels,
+                         lambda rec: record_json(rec)["prompt"])
 
 
 def _pair_job(pair: Pair, data_dir: PathArg | None, compiler: Compiler, lean: bool,
@@ -329,8 +343,8 @@ def pair_lines(pair: Pair, counts: _Counts, *, data_dir: PathArg | None = None,
             except PromptCompilerError as err:
                 raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
             return
-        records = _row_ticks(compiler.job_records(job, kind, params, lean=True, spans=spans,
-                                                  rows=rows), tick)
+        records = _row_ticks(_job_records(compiler, job, kind, params, lean=True, spans=spans,
+                                          rows=rows), tick)
         block: list[bytes] = []
         for rec in records:
             obj = record_json(rec)
@@ -382,23 +396,44 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
 
 def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "default",
             only: Globs = (), models: Globs = (), limit: int | None = None,
-            strict: bool = False, tokenize: bool = False) -> Iterator[Record]:
+            strict: bool = False, spans: bool = False, fewshot: str | None = None,
+            tokenize: bool = False) -> Iterator[Record]:
     """Every record of every pair, in a stable order (``record.prompt`` is the model input).
 
     Args:
-        only: Dataset abbr globs (one str or several).
-        models: Model abbr globs.
-        limit: Compile only the first ``limit`` test rows of each dataset.
-        strict: Warnings (an empty test split, an unknown placeholder) are errors.
+        data_dir: Rows at ``DIR/<abbr>/<split>.jsonl`` or ``DIR/<abbr>.jsonl`` (``--data-dir``).
+        mode: ``"default"`` or ``"opencompass"`` (``--mode compat``).
+        only: Dataset abbr globs (one str or several; ``--only``).
+        models: Model abbr globs (``--models``).
+        limit: Compile only the first ``limit`` test rows of each dataset (``--limit``).
+        strict: Warnings (an empty test split, an unknown placeholder) are errors (``--strict``).
+        spans: Set each record's :attr:`Record.spans` (``--spans``).
+        fewshot: ``"multiturn"`` or ``"inline"`` for every dataset (``--fewshot``).
         tokenize: Every record gets ``input_ids`` (each model needs its ``tokenizer``; see
-            :func:`tokenized`).
+            :func:`tokenized`; ``--tokenize``).
     """
     compiler = Compiler(mode=mode)
     if tokenize:
         suite = tokenized(suite)
-    for pair in _limited(suite, limit).pairs(only, models):
+    for pair in with_options(suite, limit=limit, fewshot=fewshot).pairs(only, models):
         yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler,
-                                strict=strict)
+                                strict=strict, spans=spans)
+
+
+def with_options(suite: Suite, *, limit: int | None = None, fewshot: str | None = None) -> Suite:
+    """``suite`` with ``--limit`` and ``--fewshot`` set for every pair (``None``: unchanged)."""
+    options = dict(suite.options)
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigError(f"limit must be a non-negative integer, got {limit!r}")
+        options["limit"] = limit
+    if fewshot is not None:
+        options["fewshot"] = fewshot
+    if options == suite.options:
+        return suite
+    from dataclasses import replace
+
+    return replace(suite, options=options)
 
 
 def tokenized(suite: Suite) -> Suite:
@@ -423,13 +458,7 @@ def tokenized(suite: Suite) -> Suite:
 
 
 def _limited(suite: Suite, limit: int | None) -> Suite:
-    if limit is None:
-        return suite
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ConfigError(f"limit must be a non-negative integer, got {limit!r}")
-    from dataclasses import replace
-
-    return replace(suite, options={**suite.options, "limit": limit})
+    return with_options(suite, limit=limit)
 
 
 def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | None, str, bool]
@@ -560,7 +589,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    mode: str = "default", only: Globs = (), jobs: int = 1,
                    progress: Any = None, replace_foreign: bool = False, spans: bool = False,
                    models: Globs = (), limit: int | None = None, strict: bool = False,
-                   arguments: Mapping[str, Any] | None = None, tokenize: bool = False
+                   arguments: Mapping[str, Any] | None = None, tokenize: bool = False,
+                   fewshot: str | None = None
                    ) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
@@ -577,7 +607,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     """
     out = Path(out) if out is not None else None
     data_dir = Path(data_dir) if data_dir is not None else None
-    suite = _limited(tokenized(suite) if tokenize else suite, limit)
+    suite = with_options(tokenized(suite) if tokenize else suite, limit=limit, fewshot=fewshot)
     pairs = suite.pairs(only, models)
     if not pairs:
         raise suite.nothing_to_compile(only, models)

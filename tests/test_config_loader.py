@@ -350,11 +350,6 @@ _DS = (
     "infer_cfg=dict(prompt_template=dict(type='PromptTemplate', template='{q}'), "
     "retriever=dict(type='ZeroRetriever'), inferencer=dict(type='GenInferencer'))"
 )
-_INFER_NO_RETRIEVER = (
-    "infer_cfg=dict(prompt_template=dict(type='PromptTemplate', template='{q}'), "
-    "inferencer=dict(type='GenInferencer'))"
-)
-
 BAD_CONFIGS = [
     ("py_syntax", "x.py", "datasets = [\n  dict(abbr='a',\n", ConfigError,
      ["invalid Python syntax at line"]),
@@ -410,13 +405,14 @@ BAD_CONFIGS = [
     ("infer_cfg_not_a_dict", "x.py",
      "datasets = [dict(abbr='a', reader_cfg=dict(), infer_cfg=[1])]\n", ConfigError,
      ["datasets[0].infer_cfg", "got list"]),
-    ("infer_cfg_missing_retriever", "x.py",
-     f"x_datasets = [dict(abbr='a', reader_cfg=dict(), {_INFER_NO_RETRIEVER})]\n", ConfigError,
-     ["x_datasets[0].infer_cfg.retriever"]),
+    ("infer_cfg_missing_inferencer", "x.py",
+     "x_datasets = [dict(abbr='a', reader_cfg=dict(), infer_cfg=dict(prompt_template=dict("
+     "type='PromptTemplate', template='{q}'), retriever=dict(type='ZeroRetriever')))]\n",
+     ConfigError, ["x_datasets[0].infer_cfg.inferencer"]),
     ("infer_cfg_without_templates", "x.py",
      "datasets = [dict(abbr='a', reader_cfg=dict(), infer_cfg=dict("
      "retriever=dict(type='ZeroRetriever'), inferencer=dict(type='GenInferencer')))]\n",
-     ConfigError, ["needs a 'prompt_template' or an 'ice_template'"]),
+     ConfigError, ["datasets[0].infer_cfg", "needs a prompt_template or an ice_template"]),
     ("template_without_type", "x.py",
      "datasets = [dict(abbr='a', reader_cfg=dict(), infer_cfg=dict("
      "prompt_template=dict(template='{q}'), retriever=dict(type='ZeroRetriever'), "

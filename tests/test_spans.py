@@ -22,6 +22,7 @@ from test_cli_diff import _compile_all  # noqa: E402
 from test_opencompass_dir import _selected  # noqa: E402
 
 from prompt_compiler.data.reader import ReaderConfig, prepare_rows  # noqa: E402
+from prompt_compiler.inspection.spans import add_spans  # noqa: E402
 
 SUITE = Path(__file__).resolve().parent / "data" / "view" / "suite.yaml"
 T = {"kind": "template"}
@@ -178,7 +179,11 @@ def test_sentinel_text_in_data_gives_null_spans() -> None:
         },
         "rows": [{"q": "plain", "a": "x"}, {"q": "odd \ue001 text", "a": "y"}],
     }
-    recs = [record_json(r) for r in pc.Compiler().iter_records(ds, {"abbr": "m"}, spans=True)]
+    compiler = pc.Compiler()
+    job, kind, params = compiler.job(ds, {"abbr": "m"})
+    run = compiler.run(job, kind, params)
+    recs = [record_json(r) for r in add_spans(job, kind, params, run.records, run.labels,
+                                              lambda rec: record_json(rec)["prompt"])]
     assert recs[0]["spans"] == [[0, 3, T], [3, 8, col("q", "test", 0)]]
     assert recs[1]["spans"] is None
     assert recs[1]["prompt"] == "Q: odd \ue001 text"

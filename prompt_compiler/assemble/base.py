@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 from ..data.reader import DatasetRows, ReaderConfig, RowView
 from ..errors import (
@@ -17,14 +17,14 @@ from ..errors import (
 from ..model.generation import GenerationSettings
 from ..model.spec import Model
 from ..policy import Policy
-from ..promptlist import PromptList
+from ..promptlist import PromptList, prompt_sha256
 from ..retrieve.basic import Retriever
-from ..template.prompt_template import Ice, PromptTemplate
+from ..template.prompt_template import Ice, PromptTemplate, require_template
 from ..template.raw_template import RawPromptTemplate
 
 __all__ = ["Job", "Record", "Template", "row_id"]
 
-Template = Union[PromptTemplate, RawPromptTemplate]
+Template = PromptTemplate | RawPromptTemplate
 
 
 def row_id(rows: Sequence[Any], index: int) -> int:
@@ -91,7 +91,8 @@ class Record:
     token_len_full: int | None = None
     over_limit: bool = False
     spans: Any = None
-    """Span provenance when asked for (:mod:`prompt_compiler.inspection.spans`); ``None`` otherwise."""
+    """Span provenance when asked for (:mod:`prompt_compiler.inspection.spans`); ``None``
+    otherwise."""
     rendered: Any = None
     gold: Any = None
     row: int | None = None
@@ -100,6 +101,16 @@ class Record:
     stop_token_ids: tuple[int, ...] = ()
     input_ids: tuple[int, ...] | None = None
     mask_length: int | None = None
+
+    @property
+    def prompt_sha256(self) -> str:
+        """The hash of :attr:`prompt`: the records' ``prompt_sha256`` (a string's UTF-8 text,
+        a message list's compact JSON; :func:`prompt_compiler.promptlist.prompt_sha256`).
+
+        Raises:
+            DataError: The prompt has no UTF-8 form (a lone surrogate).
+        """
+        return prompt_sha256(self.prompt)
 
 
 @dataclass
@@ -162,7 +173,7 @@ class Job:
             item = tp.ice_item(row, label, self.policy)
         except PromptCompilerError as err:
             err.message += f" (in-context example: training row {i})"
-            raise err.located(key_path="infer_cfg.ice_template")
+            raise err.located(key_path="infer_cfg.ice_template") from None
         self._ice_cache[i] = item
         return item
 
@@ -206,12 +217,14 @@ class Job:
 
     def _main_template(self) -> tuple[Template, str]:
         ice, prompt = self.ice_template, self.prompt_template
+        require_template(ice is not None, prompt is not None)
         if prompt is not None and ice is not None:
             if prompt.ice_token is None:
                 raise MissingTokenError(
                     "prompt_template needs an ice_token when an ice_template is given",
                     key_path="infer_cfg.prompt_template.ice_token",
-                    reference=("NotImplementedError", "ice_token of prompt_template is not provided"))
+                    reference=("NotImplementedError",
+                               "ice_token of prompt_template is not provided"))
             return prompt, "infer_cfg.prompt_template"
         if ice is not None:
             if ice.ice_token is None:
@@ -220,18 +233,17 @@ class Job:
                     "needs an ice_token", key_path="infer_cfg.ice_template.ice_token",
                     reference=("NotImplementedError", "ice_token of ice_template is not provided"))
             return ice, "infer_cfg.ice_template"
-        if prompt is not None:
-            return prompt, "infer_cfg.prompt_template"
-        raise TemplateError("infer_cfg needs a prompt_template or an ice_template", key_path="infer_cfg",
-                            reference=("NotImplementedError", "Leaving prompt as empty is not supported"))
+        assert prompt is not None
+        return prompt, "infer_cfg.prompt_template"
 
     def gen_prompt(self, index: int, ice: Ice, replace_token: str = "") -> Any:
         tp, path = self._main_template()
         try:
             prompt = tp.gen_item(self.rows.test[index], ice, self.policy,
-                                 output_column=self.reader.output_column, replace_token=replace_token)
+                                 output_column=self.reader.output_column,
+                                 replace_token=replace_token)
         except PromptCompilerError as err:
-            raise err.located(key_path=path)
+            raise err.located(key_path=path) from None
         return self._shaped(prompt)
 
     def _shaped(self, prompt: Any) -> Any:
@@ -245,9 +257,10 @@ class Job:
     def label_prompt(self, index: int, ice: Ice, label: Any, remain_sep: bool = False) -> Any:
         tp, path = self._main_template()
         try:
-            prompt = tp.label_item(self.rows.test[index], ice, label, self.policy, remain_sep=remain_sep)
+            prompt = tp.label_item(self.rows.test[index], ice, label, self.policy,
+                                   remain_sep=remain_sep)
         except PromptCompilerError as err:
-            raise err.located(key_path=path)
+            raise err.located(key_path=path) from None
         return self._shaped(prompt)
 
     def labels(self) -> list[Any]:
@@ -255,7 +268,8 @@ class Job:
         prompt, ice = self.prompt_template, self.ice_template
         if isinstance(prompt, PromptTemplate) and not isinstance(prompt.template, str):
             return prompt.labels
-        if isinstance(ice, PromptTemplate) and ice.ice_token is not None and not isinstance(ice.template, str):
+        if (isinstance(ice, PromptTemplate) and ice.ice_token is not None
+                and not isinstance(ice.template, str)):
             return ice.labels
         col = self.reader.output_column
         if col is None:

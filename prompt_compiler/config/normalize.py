@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RegistryError
+from ..template.prompt_template import require_template
 from ..values import find_problem, join_path
 from .known_keys import check_required_spelling, dataset_key_notes, model_key_notes
 from .opencompass_shim import (
@@ -26,7 +27,7 @@ from .opencompass_shim import (
     renderer_for_model_class,
 )
 from .pyconfig import Unsupported
-from .records import DatasetConfig, ModelConfig, TypeRef
+from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef
 
 __all__ = [
     "CUSTOM_KEY",
@@ -40,11 +41,6 @@ __all__ = [
 ]
 
 DEFAULT_DATASET_ABBR = "dataset"  # OpenCompass's BaseDataset default
-DERIVED_ABBR_KEY = "abbr_from_path"
-"""Spec key set when the abbr was derived from ``path``/``name``: OpenCompass then names
-outputs by the derived abbr, but its rows' ``subdivision`` stays ``"dataset"``."""
-CUSTOM_KEY = "custom_dataset"
-"""Spec key set on a path-only custom dataset (completed from its data file's first row)."""
 _INFER_PARTS = ("ice_template", "prompt_template", "retriever", "inferencer")
 _DROPPED_DATASET_KEYS = frozenset({"eval_cfg"})  # evaluation only; never affects prompts
 _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
@@ -127,17 +123,16 @@ def normalize_dataset(
             raise ConfigError(f"the dataset has no '{key}'", key_path=f"{key_path}.{key}", **where)
         _require_dict(entry[key], "a dict", config_path, f"{key_path}.{key}", abbr)
     infer = entry["infer_cfg"]
-    for part in ("retriever", "inferencer"):
-        if part not in infer:
-            raise ConfigError(
-                f"infer_cfg has no '{part}'", key_path=f"{key_path}.infer_cfg.{part}", **where
-            )
-    if "ice_template" not in infer and "prompt_template" not in infer:
+    # No retriever: ZeroRetriever, as in the library (Compiler.job).
+    if "inferencer" not in infer:
         raise ConfigError(
-            "infer_cfg needs a 'prompt_template' or an 'ice_template'",
-            key_path=f"{key_path}.infer_cfg",
-            **where,
+            "infer_cfg has no 'inferencer'", key_path=f"{key_path}.infer_cfg.inferencer", **where
         )
+    try:
+        require_template("ice_template" in infer, "prompt_template" in infer,
+                         f"{key_path}.infer_cfg")
+    except PromptCompilerError as err:
+        raise err.located(**where) from None
     for part in _INFER_PARTS:
         if part in infer:
             part_path = f"{key_path}.infer_cfg.{part}"
@@ -330,10 +325,9 @@ def _tokenizer_source(value: str, config_dir: Path) -> tuple[str, list[str]]:
     """A tokenizer path resolved against the config's folder, then the working directory
     (as ``chat_template``), plus the files it reads for the manifest; a counter name, a
     tiktoken name or a missing path is left as written (the loader reports it)."""
-    from ..compiler import Compiler
-    from ..model.tokenize import existing_path
+    from ..model.tokenize import existing_path, token_counters
 
-    if value.startswith("tiktoken:") or value in Compiler().token_counters:
+    if value.startswith("tiktoken:") or value in token_counters():
         return value, []
     for base in (config_dir, None):  # beside the config first, then the working directory
         found = existing_path(value, base)
@@ -376,10 +370,10 @@ def _chat_template_source(value: Any, config_dir: Path, key_path: str,
 
 def _check_model(spec: dict[str, Any], key_path: str, where: dict[str, Any]) -> None:
     """Build the model once, so a bad key fails at load time with its key path."""
-    from ..compiler import Compiler
+    from ..model.spec import build_model
 
     try:
-        Compiler().model(spec, where=key_path)
+        build_model(spec, where=key_path)
     except PromptCompilerError as err:
         if err.key_path is None or not err.key_path.startswith(key_path):
             err.key_path = key_path if err.key_path is None else f"{key_path}.{err.key_path}"

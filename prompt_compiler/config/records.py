@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..errors import PromptCompilerError
 
-__all__ = ["DatasetConfig", "ModelConfig", "SuiteConfig", "TypeRef"]
+__all__ = ["CUSTOM_KEY", "DERIVED_ABBR_KEY", "DatasetConfig", "ModelConfig", "SuiteConfig",
+           "TypeRef"]
+
+DERIVED_ABBR_KEY = "abbr_from_path"
+"""Spec key set when the abbr was derived from ``path``/``name``: OpenCompass then names
+outputs by the derived abbr, but its rows' ``subdivision`` stays ``"dataset"``."""
+CUSTOM_KEY = "custom_dataset"
+"""Spec key set on a path-only custom dataset (completed from its data file's first row)."""
 
 
 @dataclass(frozen=True, slots=True)

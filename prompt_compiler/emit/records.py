@@ -41,40 +41,13 @@ import orjson
 
 from ..assemble.base import Record
 from ..errors import DataError
-from ..promptlist import PromptList
+from ..promptlist import canonical_prompt, json_default, prompt_sha256
 from ..values import is_finite_json
 
 SCORED = frozenset({"ppl", "clp", "ll"})
 """Record modes scored on the prompt's tokens: with ids they carry ``mask_length``."""
 
 __all__ = ["SCORED", "prompt_sha256", "record_bytes", "record_json", "sha256_file"]
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, PromptList):
-        return value.to_list()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def _canonical(prompt: Any) -> str:
-    # allow_nan=False: a message list holding NaN/Infinity has no strict JSON form.
-    return prompt if isinstance(prompt, str) else json.dumps(
-        prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=_jsonable,
-        allow_nan=False)
-
-
-def prompt_sha256(prompt: Any) -> str:
-    """Content hash of a compiled prompt (what the model receives, not the config).
-
-    Raises:
-        DataError: The prompt holds a lone surrogate (it has no UTF-8 form).
-    """
-    try:
-        return hashlib.sha256(_canonical(prompt).encode("utf-8")).hexdigest()
-    except UnicodeEncodeError as exc:
-        raise DataError(f"the prompt holds a lone surrogate ({exc.object[exc.start]!r} at "
-                        f"character {exc.start}), which has no UTF-8 form",
-                        hint="fix the text in the data or config") from None
 
 
 def _json_value(value: Any) -> bytes:
@@ -133,7 +106,7 @@ def record_json(rec: Record) -> dict[str, Any]:
     """
     given = rec.prompt
     try:
-        prompt = given if isinstance(given, str) else json.loads(_canonical(given))
+        prompt = given if isinstance(given, str) else json.loads(canonical_prompt(given))
     except ValueError as exc:  # NaN/Infinity inside a message list
         raise _unwritable(rec, "prompt", exc) from None
     try:
@@ -182,7 +155,7 @@ def _check_strict(rec: Record, name: str, value: Any) -> None:
     if not is_finite_json(value):
         raise _unwritable(rec, name, ValueError("NaN or Infinity"))
     try:
-        json.dumps(value, ensure_ascii=False, allow_nan=False, default=_jsonable).encode("utf-8")
+        json.dumps(value, ensure_ascii=False, allow_nan=False, default=json_default).encode("utf-8")
     except (ValueError, TypeError, UnicodeEncodeError) as exc:
         raise _unwritable(rec, name, exc) from None
 

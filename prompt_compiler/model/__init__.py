@@ -1,1 +1,5 @@
-"""The model side: a model's spec, its meta template library, system role, special tokens and tokenizer."""
+"""The model side: its spec, meta template library, system role, special tokens, tokenizer."""
+
+from .._moved import forward
+
+__getattr__ = forward("model")  # the names of the module this package replaced (deprecated)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -14,24 +13,22 @@ from ..policy import Policy
 from ..promptlist import PromptList
 from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
 from ..render.api import prompt_text
-from .tokenize import Tokenizer
+from .tokenize import (
+    API_WORD_COUNTED,
+    TokenCounter,
+    Tokenizer,
+    api_words,
+    default_counter,
+    token_counter,
+    whitespace_tokens,
+)
 
 __all__ = ["API_WORD_COUNTED", "OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter",
-           "api_words", "openai_messages", "whitespace_tokens"]
+           "api_words", "build_model", "openai_messages", "whitespace_tokens"]
 
 OPENAI_COMPATIBLE_MODELS = frozenset({
     "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout"})
 """OpenCompass API classes that send OpenAI chat-completion messages (``openai_api.py``)."""
-
-API_WORD_COUNTED = frozenset({
-    "AI360GPT", "BaiChuan", "BaiChuan3", "BailingAPI", "BlueLMAPI", "ByteDance", "Claude",
-    "ClaudeAllesAPIN", "ClaudeSDK", "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini",
-    "GeminiAllesAPIN", "Hunyuan", "KrGPT", "LightllmChatAPI", "MiniMax",
-    "MiniMaxChatCompletionV2", "Mistral", "MoonShot", "Nanbeige", "PanGu", "Qwen", "Rendu",
-    "SenseTime", "StepFun", "UniGPT", "XunFei", "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI",
-    "ZhiPuV2AI"})
-"""OpenCompass API classes that keep ``BaseAPIModel.get_token_len`` (:func:`api_words`): a
-model config of one of these classes without a ``tokenizer`` counts with it."""
 
 _OPENAI_ROLE = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
 _CHATML_ROLES = frozenset(_OPENAI_ROLE.values())
@@ -67,7 +64,6 @@ def openai_messages(rendered: Any) -> Any:
         out.append({"role": role, "content": item["prompt"]})
     return out
 
-TokenCounter = Callable[[str], int]
 _Chat = tuple[tuple[tuple[str, Any], ...], ...]  # messages as hashable item tuples
 
 
@@ -81,7 +77,8 @@ def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
     from .. import prompters
 
     kind = str(cfg.get("type", "ChatPrompter")).rsplit(".", 1)[-1]
-    cls = {"AlpacaPrompter": prompters.AlpacaPrompter, "ChatPrompter": prompters.ChatPrompter}.get(kind)
+    cls = {"AlpacaPrompter": prompters.AlpacaPrompter,
+           "ChatPrompter": prompters.ChatPrompter}.get(kind)
     if cls is None:
         raise RegistryError(f"unknown prompter {kind!r}; available: AlpacaPrompter, ChatPrompter",
                             key_path=f"{where}.type", model=abbr)
@@ -89,25 +86,9 @@ def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
     try:
         return cls(**args)
     except PromptCompilerError as err:
-        raise err.located(key_path=where, model=abbr)
+        raise err.located(key_path=where, model=abbr) from None
     except TypeError as exc:
         raise ConfigError(f"bad prompter arguments: {exc}", key_path=where, model=abbr) from None
-
-
-def whitespace_tokens(text: str) -> int:
-    """Whitespace-separated words: the built-in counter (and the reference cases')."""
-    return len(text.split())
-
-
-_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
-_CJK_RUNS = re.compile(r"[\u4e00-\u9fff]+")
-
-
-def api_words(text: str) -> int:
-    """OpenCompass's ``BaseAPIModel.get_token_len``: runs of ASCII letters and digits, plus
-    one per CJK ideograph (U+4E00..U+9FFF); everything else counts nothing. The API classes
-    other than OpenAI's count this way (:data:`API_WORD_COUNTED`)."""
-    return len(_ASCII_WORDS.findall(text)) + sum(len(run) for run in _CJK_RUNS.findall(text))
 
 
 PARSERS = ("lm", "api", "hf_chat")
@@ -135,7 +116,8 @@ class Model:
     count_tokens: TokenCounter = field(default=whitespace_tokens)
     meta_raw: Mapping[str, Any] | None = None
     chat_template: Any = None
-    """A :class:`~prompt_compiler.render.chat_template.ChatTemplate` applied to the chat messages."""
+    """A :class:`~prompt_compiler.render.chat_template.ChatTemplate` applied to the chat
+    messages."""
     api_format: str | None = None
     """A per-API request format (``openai``, ``gemini``, ...) applied to the messages."""
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -166,9 +148,11 @@ class Model:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
                   count_tokens: TokenCounter = whitespace_tokens) -> Model:
-        """Build from a case-format model dict (``name``/``abbr``, ``parser``, ``meta_template``...)."""
+        """Build from a case-format model dict (``name``/``abbr``, ``parser``,
+        ``meta_template``...)."""
         if not isinstance(cfg, Mapping):
-            raise ConfigError(f"a model config must be a dict, got {type(cfg).__name__}", key_path=where)
+            raise ConfigError(f"a model config must be a dict, got {type(cfg).__name__}",
+                              key_path=where)
         abbr = cfg.get("abbr") or cfg.get("name") or "model"
         parser = cfg.get("parser") or cfg.get("renderer") or "lm"
         if parser not in PARSERS:
@@ -187,7 +171,7 @@ class Model:
             meta = MetaTemplate.parse(effective,
                                       where=f"{where}.meta_template", lm=parser == "lm")
         except PromptCompilerError as err:
-            raise err.located(model=str(abbr))
+            raise err.located(model=str(abbr)) from None
         max_len = cfg.get("max_seq_len")
         if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)):
             raise ConfigError(f"max_seq_len must be an int or null, got {max_len!r}",
@@ -207,7 +191,7 @@ class Model:
             try:
                 chat_template = ChatTemplate.load(cfg["chat_template"])
             except PromptCompilerError as err:
-                raise err.located(model=str(abbr), key_path=f"{where}.chat_template")
+                raise err.located(model=str(abbr), key_path=f"{where}.chat_template") from None
             except OSError as exc:  # e.g. a "path" longer than the file system allows
                 raise ConfigError(f"chat_template is not template text and cannot be read as "
                                   f"a path: {exc.strerror or exc}",
@@ -222,7 +206,7 @@ class Model:
             try:
                 DEFAULT_FORMATS.get(str(api_format))
             except PromptCompilerError as err:
-                raise err.located(model=str(abbr), key_path=f"{where}.api_format")
+                raise err.located(model=str(abbr), key_path=f"{where}.api_format") from None
         prompter = _prompter(cfg.get("prompter"), parser, f"{where}.prompter", str(abbr))
         from . import chat_controls as cc
 
@@ -328,7 +312,7 @@ class Model:
                 return _with_prefix(rendered, self.assistant_prefix, self.parser == "lm")
             return rendered
         except PromptCompilerError as err:
-            raise err.located(model=self.abbr, key_path="model.meta_template")
+            raise err.located(model=self.abbr, key_path="model.meta_template") from None
 
     def chat_messages(self, rendered: Any, policy: Policy) -> list[dict[str, str]] | None:
         """OpenAI messages for chat-template models (``None`` for other parsers)."""
@@ -382,7 +366,7 @@ class Model:
             try:
                 return openai_messages(rendered), chat, None
             except PromptCompilerError as err:
-                raise err.located(model=self.abbr)
+                raise err.located(model=self.abbr) from None
         return rendered, chat, None
 
     def token_len(self, rendered: Any) -> int:
@@ -448,3 +432,15 @@ def _chat_token_len(template: Any, counter: Any, messages: _Chat) -> int:
         raise err.located(key_path="model.chat_template") from None
     n: int = counter.count(text, special_tokens=False)
     return n
+
+
+def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
+                counters: Mapping[str, TokenCounter] | None = None) -> Model:
+    """A :class:`Model` from a model config, its ``tokenizer`` (or the class's default
+    counter, :func:`~.tokenize.default_counter`) resolved by :func:`~.tokenize.token_counter`
+    among ``counters`` (default: the registered ones)."""
+    if isinstance(cfg, Model):
+        return cfg
+    name = cfg.get("tokenizer", default_counter(cfg)) if isinstance(cfg, Mapping) \
+        else "whitespace"
+    return Model.from_dict(cfg, where=where, count_tokens=token_counter(name, where, counters))

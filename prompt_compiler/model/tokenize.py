@@ -18,17 +18,103 @@ Counts are cached per distinct text, so the repeated prompts of a suite cost one
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, UnsupportedError
+from ..errors import ConfigError, PromptCompilerError, RegistryError, UnsupportedError
 
-__all__ = ["HFTokenizer", "TiktokenTokenizer", "Tokenizer", "load_tokenizer"]
+__all__ = ["API_WORD_COUNTED", "HFTokenizer", "TiktokenTokenizer", "TokenCounter", "Tokenizer",
+           "api_words", "default_counter", "load_tokenizer", "register_token_counter",
+           "token_counter", "token_counters", "whitespace_tokens"]
 
 _CACHE_SIZE = 1 << 16
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text (``max_seq_len`` checks)."""
+
+API_WORD_COUNTED = frozenset({
+    "AI360GPT", "BaiChuan", "BaiChuan3", "BailingAPI", "BlueLMAPI", "ByteDance", "Claude",
+    "ClaudeAllesAPIN", "ClaudeSDK", "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini",
+    "GeminiAllesAPIN", "Hunyuan", "KrGPT", "LightllmChatAPI", "MiniMax",
+    "MiniMaxChatCompletionV2", "Mistral", "MoonShot", "Nanbeige", "PanGu", "Qwen", "Rendu",
+    "SenseTime", "StepFun", "UniGPT", "XunFei", "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI",
+    "ZhiPuV2AI"})
+"""OpenCompass API classes that keep ``BaseAPIModel.get_token_len`` (:func:`api_words`): a
+model config of one of these classes without a ``tokenizer`` counts with it."""
+
+
+def whitespace_tokens(text: str) -> int:
+    """Whitespace-separated words: the built-in counter (and the reference cases')."""
+    return len(text.split())
+
+
+_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
+_CJK_RUNS = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def api_words(text: str) -> int:
+    """OpenCompass's ``BaseAPIModel.get_token_len``: runs of ASCII letters and digits, plus
+    one per CJK ideograph (U+4E00..U+9FFF); everything else counts nothing. The API classes
+    other than OpenAI's count this way (:data:`API_WORD_COUNTED`)."""
+    return len(_ASCII_WORDS.findall(text)) + sum(len(run) for run in _CJK_RUNS.findall(text))
+
+
+_REGISTERED: dict[str, TokenCounter] = {"whitespace": whitespace_tokens, "api-words": api_words}
+"""Token counters by name, for every compiler of this process and for config files."""
+
+
+def token_counters() -> dict[str, TokenCounter]:
+    """The counters a model config can name as ``tokenizer`` (a copy): the two built in
+    (``whitespace``, ``api-words``) and those added with :func:`register_token_counter`."""
+    return dict(_REGISTERED)
+
+
+def register_token_counter(name: str, counter: TokenCounter) -> None:
+    """Make ``name`` a counter every config (files included) can name as ``tokenizer``.
+
+    Raises:
+        RegistryError: The name is taken.
+    """
+    if name in _REGISTERED:
+        raise RegistryError(f"a token counter named {name!r} is already registered")
+    _REGISTERED[name] = counter
+
+
+def token_counter(name: Any, where: str = "model",
+                  counters: Mapping[str, TokenCounter] | None = None) -> TokenCounter:
+    """The counter a model's ``tokenizer`` names: one of ``counters`` (default: the registered
+    ones, :func:`token_counters`), else a real tokenizer the name points to.
+
+    Anything not registered is read by :func:`load_tokenizer`: a ``tokenizer.json``, a
+    tokenizer folder or its ``tokenizer_config.json``, or a tiktoken encoding / OpenAI model
+    name (loaded tokenizers are cached per process).
+    """
+    known = _REGISTERED if counters is None else counters
+    if isinstance(name, str) and name in known:
+        return known[name]
+    if not isinstance(name, str) or not name:
+        raise RegistryError(f"unknown token counter {name!r}; available: "
+                            f"{', '.join(known)}", key_path=f"{where}.tokenizer")
+    try:
+        return load_tokenizer(name)
+    except PromptCompilerError as err:
+        err.message += f" (registered counters: {', '.join(known)})"
+        # The loader knows the file, not where the key sits in this config.
+        err.key_path = f"{where}.tokenizer"
+        raise err from None
+
+
+def default_counter(cfg: Mapping[str, Any]) -> str:
+    """The counter of a model without ``tokenizer``: OpenCompass's own word count for the API
+    classes that keep ``BaseAPIModel.get_token_len``, else whitespace words."""
+    cls = cfg.get("type")
+    if isinstance(cls, str) and cls.rsplit(".", 1)[-1] in API_WORD_COUNTED:
+        return "api-words"
+    return "whitespace"
 
 
 def _missing_extra(extra: str, package: str, what: str) -> UnsupportedError:

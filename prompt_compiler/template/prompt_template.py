@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import LabelError, MissingTokenError, TemplateError
+from ..errors import ConfigError, LabelError, MissingTokenError, TemplateError
 from ..policy import Policy
 from ..promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
 from .fill import Pattern, RowValues
@@ -35,9 +35,17 @@ from .oc_ops import (
     str_template_with_list_ice,
 )
 
-__all__ = ["Ice", "PromptTemplate", "Rendered", "mask_row"]
+__all__ = ["Ice", "PromptTemplate", "Rendered", "mask_row", "require_template"]
 
 _META_KEYS = ("begin", "round", "end")
+
+
+def require_template(has_ice: bool, has_prompt: bool, key_path: str = "infer_cfg") -> None:
+    """The one check that an ``infer_cfg`` has a template to build prompts from (config files,
+    library dicts and hand-built jobs alike)."""
+    if not has_ice and not has_prompt:
+        raise ConfigError("infer_cfg needs a prompt_template or an ice_template",
+                          key_path=key_path, reference=("AssertionError", ""))
 
 
 def mask_row(row: Mapping[str, Any], column: str | None, token: str) -> dict[str, Any]:
