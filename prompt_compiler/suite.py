@@ -590,9 +590,15 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    progress: Any = None, replace_foreign: bool = False, spans: bool = False,
                    models: Globs = (), limit: int | None = None, strict: bool = False,
                    arguments: Mapping[str, Any] | None = None, tokenize: bool = False,
-                   fewshot: str | None = None
+                   fewshot: str | None = None, format: str = "records",
+                   batch_lines: int | None = None, batch_bytes: int | None = None
                    ) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
+
+    ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
+    ``vllm``, ``openai-batch`` (files of at most ``batch_lines`` lines and ``batch_bytes``
+    bytes, by default the Batch API's 50,000 and 200 MB) or ``parquet``
+    (:mod:`prompt_compiler.emit.formats`).
 
     ``out`` is replaced as a whole (see :mod:`prompt_compiler.emit.outdir`): afterwards it
     holds exactly the files the manifest lists, or, if anything fails, what it held
@@ -605,6 +611,13 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     finished row (sequential runs). ``arguments``: the CLI arguments that shape the
     output, recorded in the manifest.
     """
+    from .emit.formats import check_format, convert_outputs
+
+    format = check_format(format)
+    if format == "parquet":
+        from .emit.formats import _pyarrow
+
+        _pyarrow()  # a missing extra fails before anything is compiled
     out = Path(out) if out is not None else None
     data_dir = Path(data_dir) if data_dir is not None else None
     suite = with_options(tokenized(suite) if tokenize else suite, limit=limit, fewshot=fewshot)
@@ -632,6 +645,11 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                 else:
                     digest = writer.write_blocks(pair.out_name, blocks)
                 outputs[pair.out_name] = counts.entry(pair, digest)
+        if format != "records" and writer is not None:
+            limits = {k: v for k, v in (("batch_lines", batch_lines),
+                                        ("batch_bytes", batch_bytes)) if v is not None}
+            outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, format,
+                                      **limits)
         from .model.chat_controls import manifest_models
 
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),

@@ -3,6 +3,7 @@
     compile-prompts PATH... [--model NAME_OR_FILE]... [--models ABBR_GLOB]... [--data-dir DIR]
                     [-o OUT] [--mode compat|default] [--only ABBR_GLOB]... [--limit N]
                     [--show N] [--check] [--strict] [--jobs N] [--json] [--overwrite-foreign]
+                    [--format records|vllm|openai-batch|parquet]
     compile-prompts --version
 
 SIGINT, SIGTERM and SIGHUP stop the run: its staging folder is removed, OUT stays as it
@@ -80,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
+    p.add_argument("--format", choices=("records", "vllm", "openai-batch", "parquet"),
+                   default="records",
+                   help="what to write per dataset x model: the JSONL records (default), "
+                        "vLLM offline inputs (.vllm.jsonl), OpenAI Batch API request files "
+                        "(.batch-NNNNN.jsonl) or a Parquet table (.parquet; extra 'parquet')")
     p.add_argument("--overwrite-foreign", action="store_true",
                    help="replace OUT even if it is a non-empty folder that compile-prompts did not "
                         "write (its files are deleted)")
@@ -198,7 +204,8 @@ def _stop_on_signals() -> Iterator[None]:
 def _arguments(args: argparse.Namespace) -> dict[str, object]:
     """The arguments that shape the output, for the manifest (unset ones left out)."""
     given = {"model": args.model, "models": args.models, "only": args.only,
-             "limit": args.limit, "fewshot": args.fewshot, "tokenize": args.tokenize or None}
+             "limit": args.limit, "fewshot": args.fewshot, "tokenize": args.tokenize or None,
+             "format": None if args.format == "records" else args.format}
     return {k: v for k, v in given.items() if v not in (None, [])}
 
 
@@ -254,7 +261,7 @@ def _run(args: argparse.Namespace) -> int:
                                     jobs=args.jobs, progress=progress,
                                     replace_foreign=args.overwrite_foreign, spans=args.spans,
                                     models=args.models, strict=args.strict,
-                                    arguments=_arguments(args))
+                                    arguments=_arguments(args), format=args.format)
         if args.check:
             from ..inspection.lint import lint_suite
 

@@ -294,6 +294,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     for key in _MODEL_PASS_KEYS:
         if entry.get(key) is not None:
             spec[key] = _clean(entry[key], f"{key_path}.{key}", config_path, None, abbr)
+    if isinstance(entry.get("path"), str):  # the served model's name (--format openai-batch)
+        spec["path"] = entry["path"]
     if isinstance(spec.get("date"), (datetime.date, datetime.datetime)):
         spec["date"] = spec["date"].isoformat()  # YAML reads an unquoted 2025-01-31 as a date
     files: list[str] = []

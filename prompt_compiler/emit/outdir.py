@@ -759,6 +759,13 @@ class OutputDir:
         if rel not in self._files:
             self._files.append(rel)
 
+    def discard(self, rel: str) -> None:
+        """Remove a file this run staged (one converted into another format)."""
+        if rel in self._files:
+            self._files.remove(rel)
+        with _os(f"remove {self.shown_path(rel)}"):
+            (self.staging / rel).unlink(missing_ok=True)
+
     def write_lines(self, rel: str, lines: Iterable[Any]) -> tuple[int, str]:
         """Write JSON lines to ``rel``; returns (line count, sha256 of the bytes)."""
         self.adopt(rel)

@@ -1,0 +1,388 @@
+"""Engine-ready files: the records of a pair as vLLM, an OpenAI batch or Parquet take them.
+
+``compile-prompts --format FORMAT`` (and ``compile_to_dir(..., format=FORMAT)``) writes, for
+each dataset x model pair, instead of ``<model>/<dataset>.jsonl``:
+
+``vllm`` -> ``<model>/<dataset>.vllm.jsonl``
+    One JSON object per prompt: the prompt as vLLM's offline API takes it (``prompt`` for a
+    ``TextPrompt``, ``prompt_token_ids`` for a ``TokensPrompt`` when the records carry
+    ``input_ids``, or ``messages`` for ``LLM.chat``), ``sampling_params`` (keyword arguments
+    of ``SamplingParams``) and ``id``. Generation records get ``max_tokens`` (the record's
+    ``max_out_len``), ``stop`` and ``stop_token_ids`` where known; scoring records (ppl, ll,
+    clp, loss) get ``{"max_tokens": 1, "prompt_logprobs": 0}``: the log-probability of every
+    prompt token, which is what those modes score.
+``openai-batch`` -> ``<model>/<dataset>.batch-00001.jsonl``, ``-00002``, ...
+    Request lines of the OpenAI Batch API: ``{"custom_id", "method": "POST", "url", "body"}``;
+    messages go to ``/v1/chat/completions``, text and token ids to ``/v1/completions``.
+    A file holds at most :data:`BATCH_MAX_LINES` lines and :data:`BATCH_MAX_BYTES` bytes
+    (the API's limits); more start the next file. ``body.model`` is the model config's
+    ``path`` (the name an OpenAI-compatible server knows), else its abbr.
+``parquet`` -> ``<model>/<dataset>.parquet``
+    One Arrow table of the records' fields (:func:`write_parquet`; extra ``parquet``).
+
+The ``id`` / ``custom_id`` of a record is ``<model>/<dataset>/<index>``, with ``/turn<n>``
+for chat and multiround turns and ``/<k>`` for the k-th record of the same row otherwise
+(a ppl label, a CLP choice): unique within a file and stable from run to run.
+
+Every converter reads the records' JSON objects (:func:`prompt_compiler.emit.records.record_json`),
+so any compile path feeds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import ConfigError, DataError, UnsupportedError
+
+__all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "SCORING_MODES", "check_format",
+           "convert_pair", "openai_batch_line", "parquet_table", "record_ids", "vllm_line",
+           "write_parquet"]
+
+FORMATS = ("records", "vllm", "openai-batch", "parquet")
+"""The values of ``--format`` (``records``: the JSONL records, as without the flag)."""
+
+SCORING_MODES = frozenset({"ppl", "ll", "clp", "loss"})
+"""Record modes that score a text rather than generate a reply."""
+
+BATCH_MAX_LINES = 50_000
+"""Request lines per OpenAI batch input file (the Batch API's limit)."""
+
+BATCH_MAX_BYTES = 200 * 1024 * 1024
+"""Bytes per OpenAI batch input file (the Batch API's 200 MB limit)."""
+
+
+def check_format(value: Any, *, where: str = "--format") -> str:
+    """``value`` if it is one of :data:`FORMATS`, else a ConfigError with a did-you-mean."""
+    if value in FORMATS:
+        return str(value)
+    import difflib
+
+    close = difflib.get_close_matches(str(value), FORMATS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigError(f"unknown format {value!r}{hint}; expected one of "
+                      f"{', '.join(FORMATS)}", key_path=where)
+
+
+def record_ids(objs: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``(id, record)`` for each record object, in order (see the module docstring)."""
+    last: Any = None
+    k = 0
+    for obj in objs:
+        base = f"{obj['model']}/{obj['dataset']}/{obj['index']}"
+        if obj.get("turn") is not None:
+            yield f"{base}/turn{obj['turn']}", obj
+            continue
+        key = obj["index"]
+        k = k + 1 if key == last else 0
+        last = key
+        yield (f"{base}/{k}" if obj["mode"] in SCORING_MODES else base), obj
+
+
+def _stops(obj: Mapping[str, Any], max_out_len: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if obj.get("max_out_len") is not None:
+        out["max_tokens"] = obj["max_out_len"]
+    elif max_out_len is not None:
+        out["max_tokens"] = max_out_len
+    if obj.get("stop"):
+        out["stop"] = list(obj["stop"])
+    if obj.get("stop_token_ids"):
+        out["stop_token_ids"] = list(obj["stop_token_ids"])
+    return out
+
+
+def _is_messages(prompt: Any) -> bool:
+    return isinstance(prompt, list) and all(
+        isinstance(m, Mapping) and isinstance(m.get("role"), str) and "content" in m
+        for m in prompt) and bool(prompt)
+
+
+def _where(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {"dataset": obj.get("dataset"), "model": obj.get("model"), "row": obj.get("index")}
+
+
+def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
+              ) -> dict[str, Any]:
+    """The vLLM line of one record object (see the module docstring); ``max_out_len``
+    stands in where the record has none."""
+    prompt = obj["prompt"]
+    line: dict[str, Any] = {"id": rid}
+    if obj.get("input_ids") is not None:
+        line["prompt_token_ids"] = list(obj["input_ids"])
+    elif isinstance(prompt, str):
+        line["prompt"] = prompt
+    elif _is_messages(prompt):
+        line["messages"] = prompt
+    else:
+        raise UnsupportedError(
+            "--format vllm takes a prompt text, token ids or OpenAI-style messages; this "
+            f"record's prompt is {type(prompt).__name__} of another shape (an api_format "
+            "request?)", hint="compile this model with --format records", **_where(obj))
+    if obj["mode"] in SCORING_MODES:
+        line["sampling_params"] = {"max_tokens": 1, "prompt_logprobs": 0}
+    else:
+        line["sampling_params"] = _stops(obj, max_out_len)
+    return line
+
+
+def openai_batch_line(rid: str, obj: Mapping[str, Any], model_name: str,
+                      max_out_len: int | None = None) -> dict[str, Any]:
+    """The OpenAI Batch API request line of one record object."""
+    prompt = obj["prompt"]
+    stops = _stops(obj, max_out_len)
+    scoring = obj["mode"] in SCORING_MODES
+    body: dict[str, Any] = {"model": model_name}
+    if _is_messages(prompt) and obj.get("input_ids") is None:
+        if scoring:
+            raise UnsupportedError(
+                f"a {obj['mode']} record scores its text, which the chat completions endpoint "
+                "cannot do (it has no echo of prompt log-probabilities)",
+                hint="give the model a chat_template (its text goes to /v1/completions)",
+                **_where(obj))
+        url = "/v1/chat/completions"
+        body["messages"] = prompt
+        if "max_tokens" in stops:
+            body["max_completion_tokens"] = stops["max_tokens"]
+    elif isinstance(prompt, str) or obj.get("input_ids") is not None:
+        url = "/v1/completions"
+        body["prompt"] = list(obj["input_ids"]) if obj.get("input_ids") is not None else prompt
+        if scoring:
+            body.update({"max_tokens": 1, "echo": True, "logprobs": 0})
+        elif "max_tokens" in stops:
+            body["max_tokens"] = stops["max_tokens"]
+    else:
+        raise UnsupportedError(
+            "--format openai-batch takes a prompt text, token ids or OpenAI-style messages; "
+            f"this record's prompt is {type(prompt).__name__} of another shape (an api_format "
+            "request?)", hint="compile this model with --format records", **_where(obj))
+    if "stop" in stops and not scoring:
+        body["stop"] = stops["stop"]
+    return {"custom_id": rid, "method": "POST", "url": url, "body": body}
+
+
+# -- Parquet ----------------------------------------------------------------------------
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise UnsupportedError("--format parquet needs the 'pyarrow' package, which is not "
+                               "installed", hint="pip install 'prompt-compiler[parquet]'"
+                               ) from None
+    return pyarrow
+
+
+def parquet_table(rows: Iterable[Mapping[str, Any]]) -> Any:
+    """One ``pyarrow.Table`` of record objects: a column per field, in first-seen order.
+
+    A field missing from a record is null there. A column whose values have no common
+    Arrow type (a ``gold`` that is a number in one row and a string in another) holds
+    each value's JSON text instead; the schema metadata ``prompt_compiler.json_columns``
+    lists those columns.
+    """
+    pa = _pyarrow()
+    rows = list(rows)
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    columns, json_columns = [], []
+    for name in names:
+        values = [row.get(name) for row in rows]
+        try:
+            array = pa.array(values, type=_field_type(pa, name, values))
+            if _unusable(pa, array.type):
+                raise pa.ArrowInvalid("no usable type")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            array = pa.array([None if v is None else json.dumps(v, ensure_ascii=False)
+                              for v in values], type=pa.string())
+            json_columns.append(name)
+        columns.append(array)
+    meta = {b"prompt_compiler.json_columns": json.dumps(json_columns).encode()}
+    return pa.Table.from_arrays(columns, names=list(names)).replace_schema_metadata(meta)
+
+
+_STRING = ("dataset", "model", "mode", "prompt_sha256")
+_INT = ("index", "row", "turn", "token_len_before", "token_len_after", "max_out_len")
+_INT_LIST = ("ice_ids", "dropped_ice_ids", "input_ids", "stop_token_ids")
+
+
+def _field_type(pa: Any, name: str, values: list[Any]) -> Any:
+    """The Arrow type of a record field whose type is fixed by the record schema (so an
+    all-empty ``ice_ids`` is still ``list<int64>``); ``None``: inferred from the values."""
+    if name in _STRING:
+        return pa.string()
+    if name in _INT:
+        return pa.int64()
+    if name in _INT_LIST:
+        return pa.list_(pa.int64())
+    if name == "over_limit":
+        return pa.bool_()
+    if name == "stop":
+        return pa.list_(pa.string())
+    if name == "prompt":
+        if all(v is None or isinstance(v, str) for v in values):
+            return pa.string()
+        if all(isinstance(v, list) and all(
+                isinstance(m, Mapping) and set(m) == {"role", "content"}
+                and isinstance(m["role"], str) and isinstance(m["content"], str) for m in v)
+               for v in values):
+            return pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+    return None
+
+
+def _unusable(pa: Any, tp: Any) -> bool:
+    """Types a reader cannot use: null, and structs without fields, at any depth."""
+    if pa.types.is_null(tp):
+        return True
+    if pa.types.is_struct(tp):
+        return tp.num_fields == 0 or any(_unusable(pa, f.type) for f in tp)
+    if pa.types.is_list(tp) or pa.types.is_large_list(tp):
+        return _unusable(pa, tp.value_type)
+    return False
+
+
+def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> str:
+    """Write record objects (or any flat dicts) to a Parquet file; returns its sha256.
+
+    The bytes depend only on the rows and the pyarrow version: fixed writer options
+    (zstd level 3, dictionary encoding, statistics, 65,536-row groups, format 2.6), no
+    timestamps and no pandas metadata.
+    """
+    pa = _pyarrow()
+    table = parquet_table(rows)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pa.parquet.write_table(table, target, row_group_size=65_536, compression="zstd",
+                           compression_level=3, use_dictionary=True, write_statistics=True,
+                           version="2.6", store_schema=True)
+    digest = hashlib.sha256()
+    with target.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# -- converting a pair's records file ---------------------------------------------------
+
+
+def _read_records(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as fh:
+        for line in fh:
+            yield orjson.loads(line)
+
+
+def _dumps(obj: Mapping[str, Any]) -> bytes:
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise DataError(f"a request cannot be written as strict JSON in UTF-8: {exc}") from None
+
+
+def convert_pair(staging: Path, rel: str, fmt: str, entry: Mapping[str, Any], *,
+                 model_name: str, max_out_len: int | None = None,
+                 batch_lines: int = BATCH_MAX_LINES,
+                 batch_bytes: int = BATCH_MAX_BYTES) -> dict[str, dict[str, Any]]:
+    """Turn the records file ``staging/rel`` into the files of ``fmt`` beside it.
+
+    Returns the manifest output entries of the new files (by path relative to
+    ``staging``): ``entry``'s dataset and model, ``format``, their line (or row) count as
+    ``records`` and sha256. The records file itself is left for the caller to remove.
+    """
+    source = staging / rel
+    stem = rel[:-len(".jsonl")] if rel.endswith(".jsonl") else rel
+    head = {"dataset": entry["dataset"], "model": entry["model"], "format": fmt}
+    ids = record_ids(_read_records(source))
+    if fmt == "parquet":
+        name = f"{stem}.parquet"
+        rows = [obj for _, obj in ids]
+        return {name: {**head, "records": len(rows), "sha256": write_parquet(rows, staging / name)}}
+    if fmt == "vllm":
+        name = f"{stem}.vllm.jsonl"
+        lines = (_dumps(vllm_line(r, o, max_out_len)) for r, o in ids)
+        return {name: {**head, **_write_lines(staging / name, lines)}}
+    if fmt != "openai-batch":
+        raise ConfigError(f"unknown format {fmt!r}", key_path="--format")
+    if batch_lines < 1 or batch_bytes < 1:
+        raise ConfigError("the batch file limits must be positive")
+    out: dict[str, dict[str, Any]] = {}
+    part: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        name = f"{stem}.batch-{len(out) + 1:05d}.jsonl"
+        out[name] = {**head, **_write_lines(staging / name, iter(part))}
+
+    for rid, obj in ids:
+        line = _dumps(openai_batch_line(rid, obj, model_name, max_out_len))
+        if len(line) > batch_bytes:
+            raise DataError(f"one batch request is {len(line)} bytes, over the "
+                            f"{batch_bytes}-byte file limit", **_where(obj))
+        if part and (len(part) >= batch_lines or size + len(line) > batch_bytes):
+            flush()
+            part, size = [], 0
+        part.append(line)
+        size += len(line)
+    if part or not out:
+        flush()
+    return out
+
+
+def _write_lines(path: Path, lines: Iterator[bytes]) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    count = 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        for line in lines:
+            fh.write(line)
+            digest.update(line)
+            count += 1
+    return {"records": count, "sha256": digest.hexdigest()}
+
+
+def convert_outputs(writer: Any, outputs: Mapping[str, Mapping[str, Any]],
+                    pairs: Mapping[str, Any], fmt: str, **limits: int
+                    ) -> dict[str, dict[str, Any]]:
+    """Replace each records file the writer staged by the files of ``fmt``.
+
+    ``outputs``: the manifest's output entries of the records files (by path); ``pairs``:
+    the pair of each of those paths (its model config's ``path`` names the model in batch
+    requests; its ``max_out_len`` stands in where the records carry none). Returns the
+    entries of the files written in their place. ``limits``: ``batch_lines`` /
+    ``batch_bytes`` for ``openai-batch``.
+    """
+    converted: dict[str, dict[str, Any]] = {}
+    for rel, entry in outputs.items():
+        pair = pairs.get(rel)
+        spec = pair.model.spec if pair is not None else {}
+        name = spec.get("path") if isinstance(spec.get("path"), str) else entry["model"]
+        made = convert_pair(writer.staging, rel, fmt, entry, model_name=str(name),
+                            max_out_len=_max_out_len(pair), **limits)
+        for new in made:
+            writer.adopt(new)
+        if entry.get("over_limit"):
+            first = next(iter(made))
+            made[first] = {**made[first], "over_limit": entry["over_limit"]}
+        writer.discard(rel)
+        converted.update(made)
+    return converted
+
+
+def _max_out_len(pair: Any) -> int | None:
+    """The pair's ``max_out_len``: the model config's, else its dataset inferencer's."""
+    if pair is None:
+        return None
+    value = pair.model.spec.get("max_out_len")
+    if value is None:
+        infer = pair.dataset.spec.get("infer_cfg")
+        inferencer = infer.get("inferencer") if isinstance(infer, Mapping) else None
+        value = inferencer.get("max_out_len") if isinstance(inferencer, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
