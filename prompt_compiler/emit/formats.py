@@ -8,7 +8,8 @@ each dataset x model pair, instead of ``<model>/<dataset>.jsonl``:
     ``TextPrompt``, ``prompt_token_ids`` for a ``TokensPrompt`` when the records carry
     ``input_ids``, or ``messages`` for ``LLM.chat``), ``sampling_params`` (keyword arguments
     of ``SamplingParams``) and ``id``. Generation records get ``max_tokens`` (the record's
-    ``max_out_len``), ``stop`` and ``stop_token_ids`` where known; scoring records (ppl, ll,
+    ``max_out_len``), ``stop`` and ``stop_token_ids``
+    where known; scoring records (ppl, ll,
     clp, loss) get ``{"max_tokens": 1, "prompt_logprobs": 0}``: the log-probability of every
     prompt token, which is what those modes score.
 ``openai-batch`` -> ``<model>/<dataset>.batch-00001.jsonl``, ``-00002``, ...
@@ -20,7 +21,8 @@ each dataset x model pair, instead of ``<model>/<dataset>.jsonl``:
 ``parquet`` -> ``<model>/<dataset>.parquet``
     One Arrow table of the records' fields (:func:`write_parquet`; extra ``parquet``).
 
-The ``id`` / ``custom_id`` of a record is ``<model>/<dataset>/<index>``, with ``/turn<n>``
+The ``id`` / ``custom_id`` of a record is ``<model>/<dataset>/<row>`` (the test split's row
+id, as the record's ``row``; its ``index`` for records without one), with ``/turn<n>``
 for chat and multiround turns and ``/<k>`` for the k-th record of the same row otherwise
 (a ppl label, a CLP choice): unique within a file and stable from run to run.
 
@@ -75,11 +77,11 @@ def record_ids(objs: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, Mapping
     last: Any = None
     k = 0
     for obj in objs:
-        base = f"{obj['model']}/{obj['dataset']}/{obj['index']}"
+        key = obj["row"] if obj.get("row") is not None else obj["index"]
+        base = f"{obj['model']}/{obj['dataset']}/{key}"
         if obj.get("turn") is not None:
             yield f"{base}/turn{obj['turn']}", obj
             continue
-        key = obj["index"]
         k = k + 1 if key == last else 0
         last = key
         yield (f"{base}/{k}" if obj["mode"] in SCORING_MODES else base), obj
@@ -377,12 +379,13 @@ def convert_outputs(writer: Any, outputs: Mapping[str, Mapping[str, Any]],
 
 
 def _max_out_len(pair: Any) -> int | None:
-    """The pair's ``max_out_len``: the model config's, else its dataset inferencer's."""
+    """The pair's ``max_out_len`` as OpenCompass resolves it: the dataset inferencer's, else
+    the model config's (for records written without one)."""
     if pair is None:
         return None
-    value = pair.model.spec.get("max_out_len")
+    infer = pair.dataset.spec.get("infer_cfg")
+    inferencer = infer.get("inferencer") if isinstance(infer, Mapping) else None
+    value = inferencer.get("max_out_len") if isinstance(inferencer, Mapping) else None
     if value is None:
-        infer = pair.dataset.spec.get("infer_cfg")
-        inferencer = infer.get("inferencer") if isinstance(infer, Mapping) else None
-        value = inferencer.get("max_out_len") if isinstance(inferencer, Mapping) else None
+        value = pair.model.spec.get("max_out_len")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
