@@ -230,3 +230,97 @@ def test_a_custom_bot_prompt_names_values_only(tmp_path: Path, mode: str, bot: s
     assert one_error(tmp_path, "custom.py", "--mode", mode) == (
         "compile-prompts: error: custom.py: dataset 'mcq', model 'm', at "
         f"datasets[0].bot_prompt: {message}")
+
+
+# --- no catastrophic backtracking on user data ------------------------------------------------
+
+ADVERSARIAL = {
+    "period-spaces-b": "a." + " " * 120_000 + "b",
+    "period-tabs-b": "a." + "\t" * 120_000 + "b",
+    "period-closers-b": "a." + ")" * 120_000 + "b",
+    "period-closers-spaces-b": "a." + ") " * 60_000 + "b",
+    "quote-spaces-b": "a.\"" + " " * 120_000 + "b",
+    "spaces-then-period": "a" + " " * 120_000 + ".",
+    "commas": "," * 120_000,
+    "apostrophes": "a. " + "'" * 120_000,
+    "dashes": "a. b" + "-" * 120_000,
+}
+
+
+@pytest.mark.parametrize("text", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
+def test_bm25_tokenising_is_linear_on_adversarial_text(text: str) -> None:
+    from prompt_compiler.retrieve.bm25 import word_tokenize
+
+    began = time.monotonic()
+    word_tokenize(text)
+    assert time.monotonic() - began < 2.0
+
+
+def test_the_final_period_rule_splits_as_before() -> None:
+    """Hand-written tokens of the sentence-final rule (NLTK's Treebank conventions)."""
+    from prompt_compiler.retrieve.bm25 import treebank_tokenize
+
+    assert treebank_tokenize("It works.") == ["It", "works", "."]
+    assert treebank_tokenize('He said "go.") ') == ["He", "said", "``", "go", ".", "''", ")"]
+    assert treebank_tokenize("Wait...") == ["Wait", "..."]
+    assert treebank_tokenize("a." + " " * 50 + "b") == ["a.", "b"]
+    assert treebank_tokenize("end. \t\n") == ["end", "."]
+
+
+def test_a_bm25_row_of_120_kb_compiles_in_seconds(tmp_path: Path) -> None:
+    value = "a." + " " * 120_000 + "b"
+    rows = [{"question": value, "answer": "x"}, {"question": "a b", "answer": "y"}]
+    suite = {"datasets": [{"abbr": "d", "reader_cfg": {"input_columns": ["question"],
+                                                       "output_column": "answer"},
+                           "infer_cfg": {
+                               "ice_template": {"type": "PromptTemplate",
+                                                "template": "</E>{question}={answer}",
+                                                "ice_token": "</E>"},
+                               "retriever": {"type": "BM25Retriever", "ice_num": 1},
+                               "inferencer": {"type": "GenInferencer"}},
+                           "splits": {"train": rows, "test": [{"question": value,
+                                                               "answer": "z"}]}}],
+             "models": [{"abbr": "m", "parser": "lm", "meta_template": None}]}
+    (tmp_path / "s.json").write_text(json.dumps(suite), encoding="utf-8")
+    proc, took = run_capped("s.json", "-o", "out", "--mode", "compat", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert took < SECONDS
+    record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
+    assert len(record["ice_ids"]) == 1 and value in record["prompt"]
+
+
+def test_an_error_quoting_40000_spaces_is_one_line_at_once(tmp_path: Path) -> None:
+    role = " " * 40_000 + "x"
+    meta = {"round": [{"role": "HUMAN", "begin": "<u>", "end": "\n"},
+                      {"role": "BOT", "begin": "<b>", "generate": True}]}
+    suite = {"datasets": [{"abbr": "d", "reader_cfg": {"input_columns": ["question"],
+                                                       "output_column": "answer"},
+                           "infer_cfg": {"prompt_template": {"type": "PromptTemplate",
+                                                             "template": {"round": [
+                                                                 {"role": role,
+                                                                  "prompt": "{question}"}]}},
+                                         "retriever": {"type": "ZeroRetriever"},
+                                         "inferencer": {"type": "GenInferencer"}},
+                           "rows": [{"question": "q", "answer": "a"}]}],
+             "models": [{"abbr": "m", "parser": "lm", "meta_template": meta}]}
+    (tmp_path / "s.json").write_text(json.dumps(suite), encoding="utf-8")
+    line = one_error(tmp_path, "s.json")
+    assert line.startswith("compile-prompts: error: s.json: ") and "x" in line
+
+
+def test_one_line_folds_messages_as_before() -> None:
+    from prompt_compiler.cli import one_line
+
+    assert one_line("bad YAML\n  in line 3\n\nsee  \n docs") == "bad YAML in line 3; see docs"
+    assert one_line("a \t\r\n\tb\r\rc") == "a b; c"
+    began = time.monotonic()
+    assert one_line("x" + " " * 40_000 + "y\n" + " " * 40_000) == "x" + " " * 40_000 + "y"
+    assert time.monotonic() - began < 2.0
+
+
+def test_a_range_slice_of_spaces_is_refused_at_once(tmp_path: Path) -> None:
+    text = HEAD.format(where="    rows: [{question: q, answer: a}]\n").replace(
+        "output_column: answer}", "output_column: answer, test_range: '[" + " " * 40_000 + "x]'}")
+    (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
+    line = one_error(tmp_path, "s.yaml")
+    assert "a range string must be a slice like '[0:10]'" in line

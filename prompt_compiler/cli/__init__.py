@@ -49,8 +49,26 @@ SUBCOMMANDS: dict[str, str] = {
 def one_line(text: str) -> str:
     """``text`` folded onto one line: an indented continuation joins with a space, any
     other line break becomes ``; `` (multi-line messages such as PyYAML's stay readable)."""
-    text = re.sub(r"[ \t]*(?:\r\n|\r|\n)[ \t]+", " ", text.strip())
-    return re.sub(r"[ \t]*(?:\r\n|\r|\n)+[ \t]*", "; ", text)
+    # Linear in the text: as substitutions, `[ \t]*(?:\r\n|\r|\n)[ \t]+` -> " " then
+    # `[ \t]*(?:\r\n|\r|\n)+[ \t]*` -> "; " backtrack quadratically over a long run of blanks.
+    parts = _BREAK.split(text.strip())
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        line = parts[i + 1]
+        body = line.lstrip(" \t")
+        if len(body) < len(line):  # an indented continuation joins with a space
+            out[-1] = out[-1].rstrip(" \t")
+            out += [" ", body]
+        else:
+            out += [parts[i], line]
+    segs = _BREAKS.split("".join(out))
+    last = len(segs) - 1
+    return "; ".join(s.rstrip(" \t") if i == 0 else s.lstrip(" \t") if i == last
+                     else s.strip(" \t") for i, s in enumerate(segs))
+
+
+_BREAK = re.compile(r"(\r\n|\r|\n)")
+_BREAKS = re.compile(r"(?:\r\n|\r|\n)+")
 
 
 def _utf(stream: object) -> bool:

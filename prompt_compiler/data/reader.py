@@ -21,7 +21,21 @@ from ..errors import ConfigError, DataError
 __all__ = ["DatasetRows", "ReaderConfig", "RowView", "iter_rows", "prepare_rows"]
 
 Row = dict[str, Any]
-_SLICE = re.compile(r"^\s*\[\s*([+-]?\d*)\s*:\s*([+-]?\d*)\s*(?::\s*([+-]?\d*)\s*)?\]\s*$")
+_BOUND = re.compile(r"[+-]?\d*")
+_MAX_BOUND_DIGITS = 4000
+
+
+def _slice_bounds(text: str) -> tuple[str, str, str | None] | None:
+    r"""``' [ 1 : -2 ]'`` -> ``("1", "-2", None)``: what the pattern
+    ``^\s*\[\s*([+-]?\d*)\s*:\s*([+-]?\d*)\s*(?::\s*([+-]?\d*)\s*)?\]\s*$`` captures, found
+    without a regex whose adjacent ``\s*`` backtrack quadratically over a long run of spaces."""
+    inner = text.strip()
+    if not (inner.startswith("[") and inner.endswith("]")):
+        return None
+    parts = [p.strip() for p in inner[1:-1].split(":")]
+    if len(parts) not in (2, 3) or not all(_BOUND.fullmatch(p) for p in parts):
+        return None
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +54,8 @@ class ReaderConfig:
         if cfg is None:
             raise ConfigError("reader_cfg is required", key_path=where)
         if not isinstance(cfg, Mapping):
-            raise ConfigError(f"reader_cfg must be a dict, got {type(cfg).__name__}", key_path=where)
+            raise ConfigError(f"reader_cfg must be a dict, got {type(cfg).__name__}",
+                              key_path=where)
         cols = cfg.get("input_columns")
         if isinstance(cols, str):
             cols = cols.split()
@@ -148,7 +163,8 @@ def iter_rows(rows: Sequence[Row], start: int, stop: int) -> Iterator[Row]:
 
 def _normalise(rows: Sequence[Any], subdivision: str, where: str) -> Sequence[Row]:
     if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple, Sequence)):
-        raise DataError(f"rows must be a list of objects, got {type(rows).__name__}", key_path=where)
+        raise DataError(f"rows must be a list of objects, got {type(rows).__name__}",
+                        key_path=where)
     if not rows:
         return []
     if not isinstance(rows, (list, tuple)):
@@ -181,11 +197,14 @@ def _apply_range(rows: Sequence[Row], rng: Any, where: str) -> Sequence[Row]:
     if rng is None:
         return rows
     if isinstance(rng, str):
-        m = _SLICE.match(rng)
-        if not m:
-            raise ConfigError(f"a range string must be a slice like '[0:10]', got {rng!r}",
+        bounds = _slice_bounds(rng)
+        if bounds is None:
+            raise ConfigError(f"a range string must be a slice like '[0:10]', got {rng[:80]!r}",
                               key_path=where)
-        start, stop, step = (int(g) if g not in (None, "", "+", "-") else None for g in m.groups())
+        if any(g is not None and len(g) > _MAX_BOUND_DIGITS for g in bounds):
+            raise ConfigError(f"a range slice bound of more than {_MAX_BOUND_DIGITS:,} digits",
+                              key_path=where)
+        start, stop, step = (int(g) if g not in (None, "", "+", "-") else None for g in bounds)
         if step == 0:
             raise ConfigError("a range slice step cannot be 0", key_path=where)
         return _pick(rows, range(len(rows))[start:stop:step])

@@ -13,7 +13,9 @@ _SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>\s]{1,40}｜>"
                       r"|</?[A-Za-z_][A-Za-z0-9_]{0,20}>|\[/?[A-Z_]{2,12}\]")
 
 
-_WHITESPACE = re.compile(r"\n|\t|\r| +(?=\n)| +$")
+_WHITESPACE = re.compile(r"\n|\t|\r| +")
+"""Whitespace shown visibly; a run of spaces only when a line break or the end follows it
+(checked in code: `` +(?=\n)| +$`` as a pattern backtracks quadratically on long runs)."""
 _KINDS = {"\n": "newline", "\t": "tab", "\r": "cr"}
 
 Segment = tuple[int, int, str]
@@ -33,6 +35,8 @@ def segments(s: str) -> list[Segment]:
         sub = s[start:end]
         last = 0
         for m in _WHITESPACE.finditer(sub):
+            if m.group()[0] == " " and m.end() < len(sub) and sub[m.end()] != "\n":
+                continue  # spaces inside a line
             if m.group()[0] == " " and m.end() == len(sub) and end != len(s):
                 continue  # spaces before a special token do not end a line
             if m.start() > last:

@@ -19,9 +19,10 @@ listed in :data:`NLTK_DIFFERENCES`.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,14 +54,34 @@ NLTK_DIFFERENCES = (
 # are the whitespace-separated pieces of the result. The order matters: later rules see the
 # spaces earlier ones inserted.
 
-_Rule = tuple[re.Pattern[str], str]
+_Rule = Callable[[str], str]
 
 
-def _rules(*pairs: tuple[str, str]) -> tuple[_Rule, ...]:
-    return tuple((re.compile(p), r) for p, r in pairs)
+def _rules(*pairs: tuple[str, str] | _Rule) -> tuple[_Rule, ...]:
+    return tuple(p if callable(p) else functools.partial(re.compile(p[0]).sub, p[1])
+                 for p in pairs)
 
 
-_CLOSERS = "\\]\\)}>\"'"  # characters that may follow a sentence-final period
+def _final_period(closers: str, spaced: bool) -> _Rule:
+    r"""The rule ``([^.])(\.)([<closers>]*)\s*$`` -> ``\1 \2 \3 `` (``\1 \2\3 `` unless
+    ``spaced``) in linear time: as a regex it backtracks quadratically over a long run of
+    spaces that does not reach the end ("a." + 100,000 spaces + "b")."""
+
+    def rule(text: str) -> str:
+        end = len(text.rstrip())  # str.rstrip strips what \s matches
+        start = end
+        while start > 0 and text[start - 1] in closers:
+            start -= 1
+        if start < 2 or text[start - 1] != "." or text[start - 2] == ".":
+            return text
+        stop = start
+        while stop < len(text) and text[stop] in closers:
+            stop += 1
+        return text[:start - 1] + (" . " if spaced else " .") + text[start:stop] + " "
+
+    return rule
+
+
 _OPENING_QUOTES = _rules(
     ("([«“‘„]|`+)", r" \1 "),  # typographic opening quotes and backtick runs stand alone
     ('^"', "``"),  # a straight double quote opening the sentence
@@ -71,13 +92,13 @@ _OPENING_QUOTES = _rules(
 )
 _PUNCTUATION = _rules(
     # the period ending the sentence (with any closing quotes/brackets after it)
-    (r"([^.])(\.)([" + _CLOSERS + "»”’ ]*)\\s*$", r"\1 \2 \3 "),
+    _final_period("])}>\"'»”’ ", spaced=True),  # ([^.])(\.)([<closers>»”’ ]*)\s*$
     (r"([:,])([^\d])", r" \1 \2"),  # comma / colon, except inside numbers (3,000 12:30)
     (r"([:,])$", r" \1 "),
     (r"\.{2,}", r" \g<0> "),  # ellipsis
     (r"[;@#$%&]", r" \g<0> "),
     ("[\u2012-\u2015]", r" \g<0> "),  # figure/en/em dashes and the horizontal bar
-    (r"([^.])(\.)([" + _CLOSERS + r"]*)\s*$", r"\1 \2\3 "),
+    _final_period("])}>\"'", spaced=False),  # ([^.])(\.)([<closers>]*)\s*$
     (r"[?!]", r" \g<0> "),
     (r"([^'])' ", r"\1 ' "),  # a closing apostrophe before a space
     (r"\*", r" \g<0> "),
@@ -120,11 +141,11 @@ def treebank_tokenize(sentence: str) -> list[str]:
         The tokens; double quotes become ````` `` ````` (opening) and ``''`` (closing).
     """
     text = sentence
-    for pattern, repl in _OPENING_QUOTES + _PUNCTUATION:
-        text = pattern.sub(repl, text)
+    for rule in _OPENING_QUOTES + _PUNCTUATION:
+        text = rule(text)
     text = f" {text} "
-    for pattern, repl in _CLOSING_QUOTES:
-        text = pattern.sub(repl, text)
+    for rule in _CLOSING_QUOTES:
+        text = rule(text)
     for pattern in _FUSED:
         text = pattern.sub(r" \1 \2 ", text)
     return text.split()
