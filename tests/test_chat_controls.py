@@ -325,3 +325,14 @@ def test_reference_matches_live_transformers_when_installed() -> None:
         text = (TEMPLATES / case["template"]).read_text(encoding="utf-8")
         assert tok.apply_chat_template(case["messages"], chat_template=text, tokenize=False,
                                        **case["kwargs"]) == case["text"]
+
+
+def test_a_misspelt_dataset_prefix_is_a_warning_with_did_you_mean(tmp_path: Path) -> None:
+    meta = {"round": [{"role": "HUMAN", "begin": "<|user|>", "end": "\n"},
+                      {"role": "BOT", "begin": "<|bot|>", "end": "\n", "generate": True}]}
+    model = {"abbr": "lm", "parser": "lm", "meta_template": meta}
+    files = _write(tmp_path, "yaml", model, {"assistant_prefx": "Sure:"})
+    proc = run_cli(*files, "-o", tmp_path / "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "datasets[0].assistant_prefx" in proc.stderr
+    assert "did you mean 'assistant_prefix'?" in proc.stderr

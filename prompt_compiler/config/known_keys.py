@@ -186,6 +186,8 @@ INFER_CFG_KEYS = frozenset({"ice_template", "prompt_template", "retriever", "inf
 DATASET_KEYS = frozenset({
     "abbr", "type", "path", "data_files", "name", "reader_cfg", "infer_cfg", "eval_cfg",
     "rows", "splits", "fewshot",
+    # chat inputs a dataset sets for its prompts (over the model's): docs/chat_templates.md
+    "assistant_prefix", "tools", "documents",
 })
 # Dataset keys that OpenCompass's loaders commonly take although close to a key above.
 _LOADER_KEYS = frozenset({"split"})
