@@ -107,6 +107,7 @@ def test_suite_with_relative_read_base() -> None:
         "batch_size": 8,
         "type": "OpenAISDK",
         "max_out_len": 2048,
+        "path": "gpt-4o",  # the served model's name (--format openai-batch's body.model)
     }
     qwen = suite.models[2].spec
     assert (qwen["meta_template"], qwen["max_seq_len"], qwen["batch_size"]) == (None, None, 8)
