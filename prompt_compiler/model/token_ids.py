@@ -71,8 +71,10 @@ def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
     """The ids of one prompt text (already the chat template's text for ``hf_chat``)."""
     tokenizer = model.count_tokens
     if not policy.fixes("D21"):
-        return list(tokenizer.encode(text, special_tokens=model.parser != "hf_chat"))
-    body = list(tokenizer.encode(text, special_tokens=False))
+        if model.parser == "hf_chat":
+            return list(tokenizer.body_ids(text))
+        return list(tokenizer.full_ids(text))
+    body = list(tokenizer.body_ids(text))
     bos = model_bos(tokenizer)
     if bos is None:
         return body

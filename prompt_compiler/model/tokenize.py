@@ -203,6 +203,31 @@ class HFTokenizer(Tokenizer):
         return found
 
     _prefix: tuple[int, ...] | None = field(default=None, init=False, repr=False)
+    _fast: Any = field(default=None, init=False, repr=False)
+    _prefix_only: bool | None = field(default=None, init=False, repr=False)
+
+    def body_ids(self, text: str) -> list[int]:
+        """``encode(text, special_tokens=False)``, reusing the ids of a beginning shared
+        with earlier texts where that is provably the same (:mod:`.fast_ids`)."""
+        fast = self._fast
+        if fast is None:
+            from .fast_ids import PrefixIds
+
+            fast = self._fast = PrefixIds.of_file(self.backend, self.name)
+        ids: list[int] = fast.encode(text)
+        return ids
+
+    def full_ids(self, text: str) -> list[int]:
+        """``encode(text)`` with the post-processor's special tokens, through
+        :meth:`body_ids` when the post-processor only puts :attr:`added_prefix` first."""
+        if self._prefix_only is None:
+            prefix = list(self.added_prefix)
+            self._prefix_only = all(
+                self.encode(probe) == prefix + self.encode(probe, special_tokens=False)
+                for probe in ("x", "a b\nc", ""))
+        if self._prefix_only:
+            return [*self.added_prefix, *self.body_ids(text)]
+        return self.encode(text)
 
 
 @dataclass(eq=False)
