@@ -40,6 +40,7 @@ PIECES = ["\n", "\n\n", " ", "  ", "\t", "\r\n", "\r", " \n", "The", " cat", "sa
           "123", "4567", "8", ".", "?!", ":", "A", " A", "é", "e\u0301", "\u0301", "北京",
           "カタカナ", "🙂", "<|eot_id|>", "<|im_end|>", "<|begin_of_text|>",
           "<｜end▁of▁sentence｜>", "\u00a0", "\u3000", "\x1c", "\u2028", "-x", "_y"]
+FIXTURE = HealthCheck.function_scoped_fixture
 TEXT = st.lists(st.sampled_from(PIECES), max_size=30).map("".join)
 ASCII = st.lists(st.sampled_from(
     ["\n", "\n\n", " ", "   ", "\t", "\r\n", "\r", " \n ", "The", " cat", "'s", "'S", "'ll",
@@ -55,7 +56,7 @@ def test_the_three_families_are_proven_reusable(tokenizers_by_vocab: dict[str, A
                          "pre_tokenizer": {"type": "ByteLevel", "use_regex": True}})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[FIXTURE])
 @given(vocab=st.sampled_from(["llama3-chat", "qwen", "deepseek"]), shared=TEXT,
        heads=st.lists(TEXT, min_size=1, max_size=4), tails=st.lists(TEXT, min_size=1,
                                                                       max_size=4))
@@ -70,7 +71,7 @@ def test_reused_ids_are_whole_text_ids(tokenizers_by_vocab: dict[str, Any], voca
             assert fast.encode(text) == backend.encode(text, add_special_tokens=False).ids
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[FIXTURE])
 @given(vocab=st.sampled_from(["llama3-chat", "qwen"]), texts=st.lists(ASCII, min_size=1,
                                                                       max_size=6))
 def test_pieces_are_whole_text_ids(tokenizers_by_vocab: dict[str, Any], vocab: str,

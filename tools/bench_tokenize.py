@@ -136,7 +136,7 @@ def ids_benchmark(rows: int, folder: str | None) -> None:
     start = time.perf_counter()
     records = list(Compiler().iter_records(dataset, {**model, "tokenize": True}, lean=True))
     t_compile = time.perf_counter() - start
-    assert [list(r.input_ids) for r in records] == batch
+    assert [list(r.input_ids or ()) for r in records] == batch
     tokens = sum(map(len, batch)) / len(batch)
     print(f"token ids of {rows} 5-shot prompts ({tokens:.0f} tokens each), {folder}:")
     print(f"  tokenizers encode_batch:          {rows / t_batch:10,.0f} prompts/s")
