@@ -591,8 +591,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    models: Globs = (), limit: int | None = None, strict: bool = False,
                    arguments: Mapping[str, Any] | None = None, tokenize: bool = False,
                    fewshot: str | None = None, format: str = "records",
-                   batch_lines: int | None = None, batch_bytes: int | None = None
-                   ) -> dict[str, Any]:
+                   batch_lines: int | None = None, batch_bytes: int | None = None,
+                   engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
@@ -609,7 +609,9 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     ``progress``: called as ``progress(i, total, pair)`` before each pair; if it also has a
     ``rows(n)`` and a ``row()`` method, they are told each pair's test rows and each
     finished row (sequential runs). ``arguments``: the CLI arguments that shape the
-    output, recorded in the manifest.
+    output, recorded in the manifest. ``engine="ray"``: the pairs and row ranges run as Ray
+    tasks (:mod:`prompt_compiler.ray_engine`) on the cluster at ``ray_address``, or on a
+    local instance of ``jobs`` CPUs; the output is the same.
     """
     from .emit.formats import check_format, convert_outputs
 
@@ -631,7 +633,12 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         _check_not_inside(out, _every_input(suite, data_dir))
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
     try:
-        if jobs > 1 and writer is not None:
+        if engine == "ray" and writer is not None:
+            from .ray_engine import compile_pairs, ray_session
+
+            with ray_session(ray_address, jobs):
+                compile_pairs(pairs, writer, outputs, data_dir, mode, progress, spans, strict)
+        elif jobs > 1 and writer is not None:
             _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress, spans, strict)
         else:
             for i, pair in enumerate(pairs):

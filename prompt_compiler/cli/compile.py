@@ -72,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="N processes: pairs in parallel, and a large dataset in row ranges "
                         "(output identical to --jobs 1)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="ray: compile pairs and row ranges as Ray tasks (extra 'ray'); the "
+                        "output is the local engine's")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="with --engine ray: join this Ray cluster (default: start a local "
+                        "instance with --jobs CPUs, stopped at the end)")
     p.add_argument("--json", action="store_true", help="print the summary (manifest) as JSON")
     p.add_argument("--spans", action="store_true",
                    help="add to every record where each part of its prompt came from (spans)")
@@ -261,7 +267,8 @@ def _run(args: argparse.Namespace) -> int:
                                     jobs=args.jobs, progress=progress,
                                     replace_foreign=args.overwrite_foreign, spans=args.spans,
                                     models=args.models, strict=args.strict,
-                                    arguments=_arguments(args), format=args.format)
+                                    arguments=_arguments(args), format=args.format,
+                                    engine=args.engine, ray_address=args.ray_address)
         if args.check:
             from ..inspection.lint import lint_suite
 

@@ -135,6 +135,14 @@ class Tokenizer:
     def __post_init__(self) -> None:
         self._cache = lru_cache(maxsize=_CACHE_SIZE)(self._count)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (sent to another process, e.g. a Ray worker) without the count cache."""
+        return {**self.__dict__, "_cache": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
     def count(self, text: str, *, special_tokens: bool = True) -> int:
         """Tokens in ``text`` (cached per distinct text)."""
         n: int = self._cache(text, special_tokens)

@@ -1,0 +1,400 @@
+"""Prompt building as a Ray Data stage (extra ``ray``): rows in, the CLI's records out.
+
+::
+
+    import ray
+    from prompt_compiler.ray import compile_dataset
+
+    rows = ray.data.read_parquet("s3://bucket/mmlu/test/")       # one column per field, + idx
+    records = compile_dataset(rows, dataset="configs/mmlu_gen.py", model="llama-3-instruct")
+    records.write_parquet("s3://bucket/prompts/")
+
+Every output row is one record with the fields and values the CLI writes for the same test
+row (``dataset``, ``model``, ``mode``, ``index``, ``label`` for ppl, ``ice_ids``, ``prompt``,
+``prompt_sha256``, ``gold``, and ``over_limit`` and the token counts when ``max_seq_len``
+dropped examples), plus ``sampling_params`` and ``tokenized_prompt`` when asked for, which is
+what ``ray.data.llm``'s vLLM stage reads (see docs/ray.md).
+
+A row's id (its index in the test split, the record's ``index``) is its ``idx`` column
+(``id_column``): Ray Data does not number rows, and an id keeps records, and the examples
+a stateless retriever draws, the same however the rows are split into blocks.
+
+The job (templates, model, retriever, the training split) is built once by the caller and
+travels once through the object store; each worker of the ``map_batches`` stage builds
+its plans once and reuses them for every batch. Retrievers: ZeroRetriever, FixKRetriever,
+RandomRetriever with ``stateless=True``, BM25Retriever (the index is built once, by the
+caller) and, with the ``embed`` extra, TopkRetriever (the training rows are embedded once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, DataError, PromptCompilerError, UnsupportedError
+
+__all__ = ["compile_dataset", "require_ray"]
+
+RECORD_FIELDS = ("dataset", "model", "mode", "index", "row", "label", "turn", "ice_ids",
+                 "dropped_ice_ids", "token_len_before", "token_len_after", "over_limit",
+                 "prompt", "prompt_sha256", "input_ids", "mask_length", "max_out_len", "stop",
+                 "stop_token_ids", "gold")
+"""Every field a gen or ppl record can have, in the CLI's order (absent ones are null)."""
+
+
+def require_ray(what: str = "the Ray engine") -> Any:
+    """The ``ray`` module with ``ray.data``, or a one-line error naming the extra."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"{what} needs the 'ray' package (Ray Data)",
+                          hint="install the extra: pip install 'prompt-compiler[ray]'") from None
+    return ray
+
+
+# -- the job, built once by the caller ------------------------------------------------
+
+
+def _pair(dataset: Any, model: Any, abbr: str | None) -> Any:
+    """The :class:`~prompt_compiler.suite.Pair` of a dataset (config file or spec dict) and
+    a model (template name, config file or spec dict)."""
+    from .config import DatasetConfig, ModelConfig
+    from .suite import Pair, load, model_from_name
+
+    options: dict[str, Any] = {}
+    if isinstance(dataset, DatasetConfig):
+        ds_cfg = dataset
+    elif isinstance(dataset, Mapping):
+        spec = dict(dataset)
+        ds_cfg = DatasetConfig(str(spec.get("abbr") or "dataset"),
+                               str(Path.cwd() / "<dict>"), "dataset", spec)
+    else:
+        suite = load([dataset])
+        found = [d for d in suite.datasets if abbr is None or d.abbr == abbr]
+        if len(found) != 1:
+            names = ", ".join(d.abbr for d in suite.datasets) or "none"
+            raise ConfigError(
+                f"{'no dataset named ' + repr(abbr) if abbr and not found else 'several datasets'}"
+                f" in this config (datasets: {names})", config_path=str(dataset),
+                hint="pass abbr=NAME" if not found or len(found) > 1 else None)
+        ds_cfg = found[0]
+        options = {k: v for cfg in suite.configs for k, v in cfg.options.items()}
+    if isinstance(model, ModelConfig):
+        model_cfg = model
+    elif isinstance(model, Mapping):
+        spec = dict(model)
+        model_cfg = ModelConfig(str(spec.get("abbr") or spec.get("name") or "model"),
+                                str(Path.cwd() / "<dict>"), "model", spec)
+    else:
+        models = model_from_name(str(model))
+        if len(models) != 1:
+            raise ConfigError(f"{model} defines {len(models)} models; give one",
+                              config_path=str(model))
+        model_cfg = models[0]
+    return Pair(ds_cfg, model_cfg, options)
+
+
+class _Shots:
+    """How a batch's in-context example ids are found, in a form that pickles."""
+
+    def __init__(self, job: Any, train: Sequence[Any]) -> None:
+        from .retrieve.basic import BM25Retriever, FixKRetriever, RandomRetriever, ZeroRetriever
+
+        retriever = job.retriever
+        self.kind = type(retriever).__name__
+        self.index: Any = None
+        if isinstance(retriever, (ZeroRetriever, FixKRetriever)):
+            retriever.retrieve(train, [], job.reader, job.policy)  # checks the ids once
+        elif isinstance(retriever, RandomRetriever):
+            if not retriever.stateless:
+                raise UnsupportedError(
+                    "RandomRetriever draws each row's examples from one stream in row order, "
+                    "so a row's examples depend on the rows before it",
+                    key_path="infer_cfg.retriever",
+                    hint="set stateless=True: each row's examples then depend on its id alone")
+            retriever.retrieve(train, [], job.reader, job.policy)
+        elif isinstance(retriever, BM25Retriever):
+            from .retrieve.bm25 import BM25Index, input_field_text
+
+            self.index = BM25Index([input_field_text(r, job.reader.input_columns)
+                                    for r in train])
+        elif self.kind == "TopkRetriever":
+            from .retrieve.embed import _corpus, load_embedder
+
+            retriever._check_k(retriever.ice_num, len(train), "ice_num")
+            embed = retriever.embedder or load_embedder(
+                retriever.sentence_transformers_model_name)
+            self.index = embed(_corpus(train, job.reader), retriever.batch_size)
+        else:
+            raise UnsupportedError(
+                f"{self.kind} is not supported on Ray (supported: ZeroRetriever, "
+                "FixKRetriever, RandomRetriever with stateless=True, BM25Retriever, "
+                "TopkRetriever)", key_path="infer_cfg.retriever")
+
+    def ids(self, job: Any, rows: Sequence[Any], base: int, total: int) -> Sequence[Any]:
+        """The example ids of ``rows``, the test rows ``base`` to ``base + len(rows) - 1``,
+        indexed by test row (``total`` rows in all)."""
+        retriever = job.retriever
+        if self.kind in ("ZeroRetriever", "FixKRetriever"):
+            same: Sequence[Any] = retriever.retrieve(job.rows.train, _Sized(total), job.reader,
+                                                     job.policy)
+            return same
+        if self.kind == "RandomRetriever":
+            from .retrieve.basic import row_id, stateless_sample
+
+            n = len(job.rows.train)
+            found = [stateless_sample(retriever.seed, row_id(row, base + k), n,
+                                      retriever.ice_num) for k, row in enumerate(rows)]
+        elif self.kind == "BM25Retriever":
+            from .retrieve.bm25 import input_field_text
+
+            stable = job.policy.fixes("D17")
+            cols = job.reader.input_columns
+            found = [self.index.rank(input_field_text(r, cols), retriever.ice_num,
+                                     stable_ties=stable) for r in rows]
+        else:
+            from .retrieve.embed import _corpus, load_embedder, top_k
+
+            embed = retriever.embedder or load_embedder(
+                retriever.sentence_transformers_model_name)
+            queries = embed(_corpus(rows, job.reader), retriever.batch_size)
+            found = [top_k(self.index, q, retriever.ice_num) for q in queries]
+        return _Offset(found, base)
+
+
+class _Sized(Sequence[Any]):
+    """A sequence of ``n`` unread rows (all a FixK or Zero retriever asks is the length)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: Any) -> Any:
+        raise IndexError(index)
+
+
+class _Offset(Sequence[Any]):
+    """``items`` seen at positions ``base`` to ``base + len(items) - 1`` of a longer
+    sequence (test rows, or their example ids), with sequential reads for a row range."""
+
+    def __init__(self, items: Sequence[Any], base: int) -> None:
+        self.items, self.base = items, base
+
+    def __len__(self) -> int:
+        return self.base + len(self.items)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < self.base:
+            raise IndexError(f"row {index} is not in this batch")
+        return self.items[index - self.base]
+
+    def iter_range(self, start: int, stop: int) -> Iterator[Any]:
+        for i in range(start, stop):
+            yield self[i]
+
+
+def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> dict[str, Any]:
+    """What every worker needs: the job with its training rows in memory, and the shots."""
+    from .compiler import Compiler
+    from .data.reader import DatasetRows
+    from .data.sources import attach_rows
+    from .planlines import plannable
+    from .suite import _pair_located
+
+    try:
+        dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
+        job, kind, params = Compiler(mode=mode).job(
+            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
+        if kind not in ("gen", "ppl") or params.get("multiround") or (
+                kind == "ppl" and job.options.get("normalizing_str") is not None):
+            raise UnsupportedError(
+                f"a {kind} job is not supported on Ray (gen and ppl jobs are)",
+                key_path="infer_cfg.inferencer")
+        train = tuple(dict(r) for r in job.rows.train)
+        test = job.rows.test
+        first = test[0] if len(test) else (train[0] if train else {})
+        subdivision = first.get("subdivision", job.abbr) if isinstance(first, Mapping) else ""
+        columns = [c for c in first if c not in ("subdivision", "idx")] if first else []
+        job.rows = DatasetRows(train, ())
+        shots = _Shots(job, train)
+    except PromptCompilerError as err:
+        raise _pair_located(pair, err) from None
+    return {"job": job, "kind": kind, "params": params, "shots": shots,
+            "subdivision": subdivision, "columns": columns, "mode": mode,
+            "planned": plannable(job, kind, params)}
+
+
+# -- the map_batches stage ------------------------------------------------------------
+
+
+class CompileBatches:
+    """The ``map_batches`` callable class: built once per worker (the job from the object
+    store, the plans on first use), then called with each batch of rows."""
+
+    def __init__(self, prepared: Any, id_column: str, tokenize: bool,
+                 sampling_params: Mapping[str, Any] | None, total: int | None) -> None:
+        ray = require_ray()
+        if isinstance(prepared, ray.ObjectRef):
+            prepared = ray.get(prepared)
+        from .planlines import Lines
+
+        self.job, self.kind = prepared["job"], prepared["kind"]
+        self.shots: _Shots = prepared["shots"]
+        self.subdivision = prepared["subdivision"]
+        self.id_column, self.sampling_params = id_column, sampling_params
+        self.total = total
+        self.params, self.mode = prepared["params"], prepared["mode"]
+        self.lines = (Lines(self.job, self.kind, self.params, [], rows=range(0))
+                      if prepared["planned"] else None)
+        self.tokenize = tokenize
+
+    def __call__(self, batch: Any) -> dict[str, list[Any]]:
+        import orjson
+
+        from .data.reader import DatasetRows, RowView
+
+        rows = batch.to_pylist() if hasattr(batch, "to_pylist") else _rows_of(batch)
+        out: list[bytes] = []
+        for base, run in _runs(rows, self.id_column):
+            columns = list(run[0])
+            test = RowView(_Offset(run, base), columns, self.subdivision, "rows")
+            job = self.job
+            job.rows = DatasetRows(job.rows.train, test)
+            ids = self.shots.ids(job, test[base:], base, len(test))
+            span = range(base, base + len(run))
+            try:
+                out.extend(self._lines(ids, span))
+            except PromptCompilerError as err:
+                raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
+        records = [orjson.loads(line) for line in b"".join(out).splitlines()]
+        cols: dict[str, list[Any]] = {f: [r.get(f) for r in records] for f in RECORD_FIELDS}
+        if self.sampling_params is not None:
+            cols["sampling_params"] = [dict(self.sampling_params) for _ in records]
+        if self.tokenize:
+            cols["tokenized_prompt"] = cols["input_ids"]
+        return cols
+
+
+    def _lines(self, ids: Sequence[Any], span: range) -> Iterator[bytes]:
+        """The record lines of test rows ``span``, whose example ids are ``ids``."""
+        lines = self.lines
+        if lines is not None:  # planned: the CLI's fast path
+            lines.retrieved, lines.rows = ids, span
+            yield from lines
+            return
+        from .compiler import Compiler
+        from .emit.records import record_bytes, record_json
+
+        job = self.job
+        own = job.retriever
+        job.retriever = _Given(own, ids)
+        try:
+            for rec in Compiler(mode=self.mode).job_records(job, self.kind, self.params,
+                                                            lean=True, rows=span):
+                yield record_bytes(record_json(rec))
+        finally:
+            job.retriever = own
+
+
+class _Given:
+    """A retriever that returns ids found already (the job's own separators kept)."""
+
+    def __init__(self, own: Any, ids: Sequence[Any]) -> None:
+        self.own, self.ids = own, ids
+        self.ice_separator, self.ice_eos_token = own.ice_separator, own.ice_eos_token
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.own, name)
+
+    def retrieve(self, *args: Any) -> Sequence[Any]:
+        return self.ids
+
+
+def _rows_of(batch: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a column batch (``{column: values}``)."""
+    names = list(batch)
+    values = [list(batch[n]) for n in names]
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _runs(rows: Sequence[dict[str, Any]], id_column: str
+          ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """The rows as runs of consecutive ids: ``(first id, rows)``."""
+    run: list[dict[str, Any]] = []
+    base = last = 0
+    for n, row in enumerate(rows):
+        rid = row.get(id_column)
+        if isinstance(rid, bool) or not isinstance(rid, int) or rid < 0:
+            raise DataError(
+                f"row {n} of a batch has {id_column}={rid!r}; each row needs its index in the "
+                f"test split in the column {id_column!r} (a non-negative integer)",
+                hint="add it before compiling, e.g. when writing the rows")
+        if run and rid != last + 1:
+            yield base, run
+            run = []
+        if not run:
+            base = rid
+        run.append(row)
+        last = rid
+    if run:
+        yield base, run
+
+
+def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
+                    tokenize: bool = False, abbr: str | None = None,
+                    id_column: str = "idx", sampling_params: Mapping[str, Any] | None = None,
+                    data_dir: str | Path | None = None, batch_size: int = 4096,
+                    concurrency: int | tuple[int, int] | None = None,
+                    num_cpus: float = 1) -> Any:
+    """A ``ray.data.Dataset`` of records from a Dataset of test rows.
+
+    Args:
+        ds: The test rows, one column per field, with their index in the test split in
+            ``id_column``.
+        dataset: A dataset config file (``abbr`` picks one of several), a
+            :class:`~prompt_compiler.config.DatasetConfig`, or a spec dict as in a YAML
+            config. Its training split (from ``path``, ``data_files``, ``rows``/``splits`` or
+            ``data_dir``) is read here, once.
+        model: A meta template name, a model config file, a ModelConfig or a spec dict.
+        mode: ``"default"`` or ``"compat"`` (as ``--mode``).
+        tokenize: Records get ``input_ids`` (as ``--tokenize`` writes them: the model's
+            ``tokenizer`` encodes the prompt, adding only the special tokens the model's
+            tokenizer adds that the template did not write), and the same ids as
+            ``tokenized_prompt``, the column vLLM's stage reads.
+        sampling_params: Added to every record as ``sampling_params`` (vLLM's generate
+            stage needs one per row); None adds none.
+        batch_size, concurrency, num_cpus: Passed to ``map_batches``.
+
+    Raises:
+        UnsupportedError: A retriever or an inferencer this stage does not run.
+    """
+    from .compiler import Compiler
+
+    ray = require_ray("compile_dataset")
+    pair = _pair(dataset, model, abbr)
+    if tokenize:
+        from .suite import Suite, tokenized
+
+        one = tokenized(Suite((), (pair.dataset,), (pair.model,)))
+        pair = replace(pair, model=one.models[0])
+    modes = {"default": "default", "compat": "opencompass", "opencompass": "opencompass"}
+    prepared = _prepare(pair, modes.get(mode, mode), data_dir)
+    Compiler(mode=modes.get(mode, mode))  # an unknown mode fails here, not on a worker
+    ref = ray.put(prepared)
+    kwargs: dict[str, Any] = {"batch_size": batch_size, "num_cpus": num_cpus,
+                              "fn_constructor_args": (ref, id_column, tokenize,
+                                                      sampling_params, None)}
+    if concurrency is not None:
+        kwargs["concurrency"] = concurrency
+    else:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        kwargs["compute"] = ray.data.ActorPoolStrategy(min_size=1, max_size=cpus)
+    return ds.map_batches(CompileBatches, batch_format="pyarrow", **kwargs)
+
