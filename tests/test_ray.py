@@ -151,14 +151,25 @@ def test_200k_rows_on_ray_from_jsonl_and_parquet_are_byte_identical(
         "suite_pq.py", "test.parquet", "train.parquet"]
 
 
-def test_compat_mode_on_ray_is_byte_identical(big: Path, cluster: str) -> None:
-    # here the local engine reads Parquet and Ray reads JSON Lines
-    _ok(run_cli("suite_pq.py", "-o", "local_compat", "--mode", "compat", cwd=big, timeout=300))
-    _ok(run_cli("suite.py", "-o", "ray_compat", "--mode", "compat", "--engine", "ray",
-                "--ray-address", cluster, cwd=big, timeout=300))
+def test_compat_mode_to_parquet_on_ray_is_byte_identical(big: Path, cluster: str) -> None:
+    # here the local engine reads Parquet and Ray reads JSON Lines; both write Parquet (the
+    # gen pairs: ppl is compared in the default mode)
+    _ok(run_cli("suite_pq.py", "-o", "local_compat", "--mode", "compat", "--format", "parquet",
+                "--only", "gen-*", cwd=big, timeout=300))
+    _ok(run_cli("suite.py", "-o", "ray_compat", "--mode", "compat", "--format", "parquet",
+                "--only", "gen-*", "--engine", "ray", "--ray-address", cluster, cwd=big,
+                timeout=300))
     local, on_ray = _tree(big / "local_compat"), _tree(big / "ray_compat")
-    assert local.pop("manifest.json") != on_ray.pop("manifest.json")  # other inputs
+    local_manifest = json.loads(local.pop("manifest.json"))
+    ray_manifest = json.loads(on_ray.pop("manifest.json"))
+    assert ray_manifest["outputs"] == local_manifest["outputs"]  # the inputs differ
+    assert sorted(on_ray) == ["lm/gen-bm25.parquet", "lm/gen-fixk.parquet",
+                              "lm/gen-random-stateless.parquet", "lm/gen-random.parquet"]
     assert on_ray == local
+    table = pq.read_table(big / "ray_compat/lm/gen-fixk.parquet")
+    assert table.num_rows == N
+    assert table.slice(123456, 1).to_pylist()[0]["prompt"].endswith(
+        "Q: 123456 plus 4 is 123460, apple?\nA:")
 
 
 def _ray_task_pids(name: str) -> list[int]:
