@@ -71,6 +71,24 @@ _MODEL_LOOP_WHY = {
 }
 
 
+def _check_scoring(model: Model, inferencer: str, compat: bool) -> None:
+    """Compat mode: OpenCompass 0.5.4 cannot score with this model class, so it raises (its
+    exception attached). The default mode compiles the prompts (docs/errors.md)."""
+    from .config.known_keys import scoring_failure
+    from .errors import ScoringMethodMissingError, ScoringNotImplementedError
+
+    failure = scoring_failure(model.model_class, inferencer) if compat else None
+    if failure is None:
+        return
+    cls = ScoringNotImplementedError if failure[0] == "NotImplementedError" \
+        else ScoringMethodMissingError
+    raise cls(f"OpenCompass 0.5.4 cannot run {inferencer} with a {model.model_class} model: "
+              f"{failure[0]}: {failure[1]}", model=model.abbr,
+              key_path="infer_cfg.inferencer.type",
+              hint="the default mode compiles these prompts; OpenCompass scores them only with "
+              "a class that has the method (e.g. HuggingFaceCausalLM)", reference=failure)
+
+
 def type_name(value: Any) -> str:
     """``'opencompass.openicl.PromptTemplate'`` or a class -> ``'PromptTemplate'``."""
     if isinstance(value, type):
@@ -287,6 +305,7 @@ class Compiler:
                 "is no prompt to compile without running the model",
                 key_path="infer_cfg.inferencer.type",
                 hint="see docs/opencompass-corpus.md (model-in-the-loop inferencers)")
+        _check_scoring(model, inf_type, self.policy.name == "opencompass")
         params = {k: v for k, v in inf_cfg.items() if k != "type"}
         unknown = set(params) - _INFERENCER_KEYS[kind]
         if unknown and self.policy.name != "opencompass":

@@ -21,6 +21,8 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
     ├── RetrievalError (IndexError)           in-context example ids out of range
     ├── RenderError (TypeError)               a prompt that cannot take the requested shape
     ├── UnsupportedError (ValueError)         a valid combination the target system rejects
+    │   ├── ScoringNotImplementedError        the model class cannot score (NotImplementedError)
+    │   └── ScoringMethodMissingError         the model class lacks the method (AttributeError)
     ├── LimitError (ValueError)               an input over a size limit (prompt_compiler.limits)
     └── OutputError (OSError)                 the output folder cannot be locked, written, replaced
 
@@ -48,6 +50,8 @@ __all__ = [
     "RegistryError",
     "RenderError",
     "RetrievalError",
+    "ScoringMethodMissingError",
+    "ScoringNotImplementedError",
     "SectionError",
     "TemplateError",
     "TemplateSyntaxError",
@@ -213,6 +217,18 @@ class LimitError(PromptCompilerError, ValueError):
 
     The message names the limit and the environment variable that raises it.
     """
+
+
+class ScoringNotImplementedError(UnsupportedError, NotImplementedError):
+    """The model's OpenCompass class cannot score what the inferencer asks (``get_ppl``
+    raises ``NotImplementedError`` there, e.g. PPL with ``HuggingFacewithChatTemplate``)."""
+
+
+class ScoringMethodMissingError(UnsupportedError, AttributeError):
+    """The model's OpenCompass class has no scoring method the inferencer calls
+    (``get_loglikelihood``, ``get_logits``: an ``AttributeError`` there)."""
+
+    __str__ = PromptCompilerError.__str__
 
 
 class PromptCompilerWarning(UserWarning):

@@ -34,6 +34,7 @@ PART_MODULE = {
     "retriever": "opencompass.openicl.icl_retriever",
     "inferencer": "opencompass.openicl.icl_inferencer",
 }
+SCORING = ("PPLInferencer", "CLPInferencer")  # get_ppl / get_logits
 SUPPORTED_INFERENCERS = ("GenInferencer", "PPLInferencer", "CLPInferencer", "ChatInferencer")
 
 
@@ -164,7 +165,7 @@ def write_case(root: Path, case: dict[str, Any], abbr: str) -> Written:
 
     # -- model config -------------------------------------------------------------------
     cls = MODEL_CLASS[model["parser"]]
-    model_entry = {
+    model_entry: dict[str, Any] = {
         "abbr": model["name"],
         "type": ClassName(cls),
         "source": model["source"],
@@ -172,9 +173,15 @@ def write_case(root: Path, case: dict[str, Any], abbr: str) -> Written:
         "max_seq_len": model["max_seq_len"],
         "batch_size": model["batch_size"],
     }
+    head = f"from opencompass.models import {cls}\n\n"
+    if model["parser"] == "hf_chat" and ds["infer_cfg"]["inferencer"]["type"] in SCORING:
+        # OpenCompass's chat-template classes cannot score (compat mode raises, as it does):
+        # the reference prompts are compared through the renderer alone.
+        del model_entry["type"]
+        model_entry["renderer"] = "hf_chat"
+        head = ""
     (configs / "models" / f"{mod}.py").write_text(
-        f"# generated from conformance case {cid}\n"
-        f"from opencompass.models import {cls}\n\n"
+        f"# generated from conformance case {cid}\n{head}"
         f"models = [\n    {py(model_entry)},\n]\n",
         encoding="utf-8",
     )
@@ -200,7 +207,8 @@ def write_case(root: Path, case: dict[str, Any], abbr: str) -> Written:
         for split, rows in ds["splits"].items():
             _write_jsonl(data / abbr / f"{split}.jsonl", rows)
 
-    key = json.dumps(model, sort_keys=True, ensure_ascii=False, default=repr)
+    key = json.dumps([model, "renderer" in model_entry], sort_keys=True, ensure_ascii=False,
+                     default=repr)
     return Written(cid, abbr, model["name"], key, eval_file)
 
 

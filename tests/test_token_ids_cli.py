@@ -72,6 +72,9 @@ def compile_ids(tmp_path: Path, fmt: str, mode: str, *, flag: bool) -> dict[str,
     specs = models(folders)
     if not flag:
         specs = [{**m, "tokenize": True} for m in specs]
+    if mode == "compat":  # OpenCompass's chat-template class cannot score the ppl dataset
+        specs = [{k: v for k, v in m.items() if k != "type"} | {"renderer": "hf_chat"}
+                 if m["abbr"] == "chat" else m for m in specs]
     (tmp_path / "data.yaml").write_text(DATA, encoding="utf-8")
     if fmt == "yaml":
         (tmp_path / "models.yaml").write_text(json.dumps({"models": specs}), encoding="utf-8")

@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N",
                    help="compile only the first N test rows of each dataset")
     p.add_argument("--strict", action="store_true",
-                   help="treat warnings (empty test split, unknown placeholder) as errors")
+                   help="treat every warning as an error (a misspelt key, an empty test "
+                   "split, an unknown placeholder, ...)")
     p.add_argument("--show", type=int, default=0, metavar="N",
                    help="print N prompts per dataset x model, whitespace and special tokens "
                    "visible")
@@ -215,6 +216,17 @@ def _arguments(args: argparse.Namespace) -> dict[str, object]:
     return {k: v for k, v in given.items() if v not in (None, [])}
 
 
+def _strict_warnings() -> tuple[type[Warning], ...]:
+    """With ``--strict``, every warning this project gives is raised (and printed as an error)."""
+    from ..api_formats._messages import FormatWarning
+    from ..compiler import IgnoredSettingWarning
+
+    categories = (PromptCompilerWarning, IgnoredSettingWarning, FormatWarning)
+    for category in categories:
+        warnings.filterwarnings("error", category=category)
+    return categories
+
+
 def run(argv: list[str]) -> int:
     """Compile a suite (the default command)."""
     args = _parser().parse_args(argv)
@@ -229,6 +241,7 @@ def _run(args: argparse.Namespace) -> int:
 
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
+    strict_errors = _strict_warnings() if args.strict else ()
     try:
         limits.current()  # a malformed PROMPT_COMPILER_MAX_* variable fails first
         writes = not args.check and (args.out is not None or not args.show)
@@ -280,6 +293,10 @@ def _run(args: argparse.Namespace) -> int:
     except PromptCompilerError as err:
         progress.done()
         print(f"compile-prompts: error: {one_line(str(err))}", file=sys.stderr)
+        return 1
+    except strict_errors as warning:  # --strict: every warning is an error
+        progress.done()
+        print(f"compile-prompts: error: {one_line(str(warning))}", file=sys.stderr)
         return 1
     except (Stopped, KeyboardInterrupt) as stop:
         progress.done()

@@ -41,6 +41,7 @@ from typing import Any
 from ..errors import ConfigError, PromptCompilerError, UnexpectedKeyError
 
 __all__ = [
+    "CANNOT_SCORE",
     "DATASET_KEYS",
     "INFER_CFG_KEYS",
     "OPENCOMPASS_BUILD_KEYS",
@@ -51,6 +52,7 @@ __all__ = [
     "close_key",
     "dataset_key_notes",
     "model_key_notes",
+    "scoring_failure",
 ]
 
 PROJECT_MODEL_KEYS = frozenset({
@@ -295,3 +297,41 @@ def dataset_key_notes(entry: Mapping[str, Any], config_path: str, key_path: str,
                 f"infer_cfg key {key!r} is read neither by this project nor by OpenCompass"
                 f"{_mean(close)}", key_path=f"{key_path}.infer_cfg.{key}", **where))
     return tuple(notes)
+
+
+_NO_PPL = frozenset({"HuggingFacewithChatTemplate", "Llama2Chat",
+                     "TurboMindModelwithChatTemplate", "VLLMwithChatTemplate"})
+_NO_LOGLIKELIHOOD = _NO_PPL | {"AlayaLM", "GLM130B", "InternLM", "LLaMA2AccessoryModel",
+                               "LightllmAPI", "Mixtral"}
+_NO_PPL_TOKENWISE = frozenset({
+    "AlayaLM", "GLM130B", "HuggingFace", "HuggingFaceCausalLM", "HuggingFaceChatGLM3",
+    "InternLM", "InternTrain", "LLaMA2AccessoryModel", "LightllmAPI", "Llama2", "Llama2Chat",
+    "Mixtral", "ModelScope", "ModelScopeCausalLM", "TurboMindModel",
+    "TurboMindModelwithChatTemplate", "VLLM", "VLLMwithChatTemplate"})
+# CLP reaches get_logits after the tokenizer's encode; listed only where that tokenizer is a
+# transformers one (the others may fail earlier, differently).
+_NO_LOGITS = frozenset({"HuggingFaceBaseModel", "HuggingFacewithChatTemplate"})
+_NOT_PPL = ("NotImplementedError", "{cls} does not support ppl-based evaluation yet, try "
+            "gen-based instead.")
+
+CANNOT_SCORE: dict[str, tuple[frozenset[str], str, str]] = {
+    # inferencer -> (OpenCompass 0.5.4 model classes (BaseModel subclasses) that cannot run it,
+    #                the exception type, its message)
+    "PPLInferencer": (_NO_PPL, *_NOT_PPL),
+    "PPLOnlyInferencer": (_NO_PPL, *_NOT_PPL),
+    "InferencePPLOnlyInferencer": (_NO_PPL_TOKENWISE, *_NOT_PPL),
+    "LLInferencer": (_NO_LOGLIKELIHOOD, "AttributeError",
+                     "'{cls}' object has no attribute 'get_loglikelihood'"),
+    "CLPInferencer": (_NO_LOGITS, "AttributeError", "'{cls}' object has no attribute 'get_logits'"),
+}
+"""Which OpenCompass 0.5.4 model classes lack the scoring method an inferencer calls
+(``get_ppl``, ``get_ppl_tokenwise``, ``get_loglikelihood``, ``get_logits``; read from
+``opencompass/models/*.py``), and what OpenCompass raises when it calls it."""
+
+
+def scoring_failure(model_class: str | None, inferencer: str) -> tuple[str, str] | None:
+    """``(exception type, message)`` OpenCompass 0.5.4 raises scoring with this pair, or None."""
+    entry = CANNOT_SCORE.get(inferencer)
+    if entry is None or model_class not in entry[0]:
+        return None
+    return entry[1], entry[2].format(cls=model_class)
