@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -80,7 +81,19 @@ def wait_for_staging(folder: Path, proc: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 20
     while not (folder.is_dir() and any("staging" in n for n in os.listdir(folder))):
         assert time.monotonic() < deadline and proc.poll() is None, "the run did not start"
-        time.sleep(0.05)
+        time.sleep(0.002)
+
+
+def slow_rows(folder: Path) -> None:
+    """A data file big enough that a run is still writing when it is stopped (SIGSTOP)."""
+    line = '{"question": "q", "answer": "a"}\n'
+    (folder / "rows.jsonl").write_text(line * 400_000, encoding="utf-8")
+
+
+def held_mid_run(folder: Path, proc: subprocess.Popen[str]) -> None:
+    """Stop ``proc`` (SIGSTOP) as soon as its staging folder is in ``folder``."""
+    wait_for_staging(folder, proc)
+    os.kill(proc.pid, signal.SIGSTOP)
 
 
 @pytest.fixture
@@ -305,20 +318,19 @@ def test_a_run_into_a_folder_holding_an_output_is_refused(shared: tuple[Path, Pa
 @posix
 def test_a_run_into_p_while_a_run_into_p_child_is_writing_fails(
         shared: tuple[Path, Path]) -> None:
-    """B writes P/child (held mid-run on a named pipe); A into P, even replacing foreign
+    """B writes P/child (stopped mid-run with SIGSTOP); A into P, even replacing foreign
     folders, is refused: P holds B's lock. B then finishes and P/child is there."""
     folder, _ = shared
-    os.mkfifo(folder / "rows.jsonl")
+    slow_rows(folder)
     (folder / "slow.yaml").write_text(suite_yaml(path="rows.jsonl"), encoding="utf-8")
     b = subprocess.Popen([sys.executable, "-m", "prompt_compiler", "slow.yaml", "-o", "p/child"],
                          cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_staging(folder / "p", b)
+        held_mid_run(folder / "p", b)
         line = error_line(cli("c.yaml", "-o", "p", "--overwrite-foreign", cwd=folder))
         assert "p holds p/.child.compile-prompts-lock, the lock of another" in line
-        with open(folder / "rows.jsonl", "w", encoding="utf-8") as pipe:
-            pipe.write('{"question": "q", "answer": "a"}\n')
-        _, err = b.communicate(timeout=30)
+        os.kill(b.pid, signal.SIGCONT)
+        _, err = b.communicate(timeout=60)
     finally:
         if b.poll() is None:
             b.kill()
@@ -333,17 +345,16 @@ def test_a_run_into_p_started_before_p_child_fails_at_its_commit(
     """A into P (held mid-run) started first; B into P/child completes meanwhile; A's
     commit sees P changed and fails with one line, and P/child is kept."""
     folder, _ = shared
-    os.mkfifo(folder / "rows.jsonl")
+    slow_rows(folder)
     (folder / "slow.yaml").write_text(suite_yaml(path="rows.jsonl"), encoding="utf-8")
     a = subprocess.Popen([sys.executable, "-m", "prompt_compiler", "slow.yaml", "-o", "p"],
                          cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_staging(folder, a)
+        held_mid_run(folder, a)
         b = cli("c.yaml", "-o", "p/child", cwd=folder)
         assert b.returncode == 0, b.stderr
-        with open(folder / "rows.jsonl", "w", encoding="utf-8") as pipe:
-            pipe.write('{"question": "q", "answer": "a"}\n')
-        _, err = a.communicate(timeout=30)
+        os.kill(a.pid, signal.SIGCONT)
+        _, err = a.communicate(timeout=60)
     finally:
         if a.poll() is None:
             a.kill()
