@@ -32,9 +32,10 @@ models:
   - {abbr: mé, renderer: lm, meta_template: null}
 """
 PROMPT = "Q: café 中文 😀\nA:"
-RECORD = ('{"dataset": "dé", "model": "mé", "mode": "gen", "index": 0, "ice_ids": [], '
+RECORD = ('{"dataset": "dé", "model": "mé", "mode": "gen", "index": 0, "row": 0, "ice_ids": [], '
           f'"prompt": "Q: café 中文 😀\\nA:", "prompt_sha256": '
-          f'"{hashlib.sha256(PROMPT.encode()).hexdigest()}", "gold": "é"}}\n')
+          f'"{hashlib.sha256(PROMPT.encode()).hexdigest()}", "max_out_len": null, "stop": [], '
+          '"stop_token_ids": [], "gold": "é"}\n')
 
 
 def c_locale(**extra: str) -> dict[str, str]:
