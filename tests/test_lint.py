@@ -69,8 +69,9 @@ def test_every_kind_is_found_with_its_location(fixtures: Path) -> None:
     proc = cli("lint", "findings.yaml", "--json", cwd=fixtures)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == EXPECTED
-    # Model-level codes with fixtures of their own: tests/test_chat_controls.py.
-    elsewhere = {"unused-template-kwarg"}
+    # Model-level codes with fixtures of their own: tests/test_chat_controls.py, and for the
+    # codes that need a real tokenizer tests/test_lint_token_ids.py.
+    elsewhere = {"unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt"}
     assert {f["code"] for f in EXPECTED} | elsewhere == set(CODES)
 
 

@@ -5,7 +5,9 @@ Each :class:`Finding` has a stable ``code``:
 ``unknown-placeholder``
     A ``{name}`` in a template that matches no column (it stays in the prompt verbatim).
 ``special-token-in-data``
-    A model's special token (from its meta or chat template) inside a dataset value.
+    A model's special token (from its meta or chat template, or its tokenizer's special
+    added tokens) inside a dataset value; with a ``tokenizer``, the message says whether
+    that text really becomes the control token's id with this tokenizer.
 ``template-syntax-in-data``
     ``{column}`` or the ice token inside a dataset value: OpenCompass's compat mode fills
     placeholders one column at a time over text that already holds values, so such a
@@ -19,6 +21,16 @@ Each :class:`Finding` has a stable ``code``:
 ``system-dropped``
     The prompt has a system message that the model's template drops or merges into a
     user turn (see :mod:`prompt_compiler.model.system_role`).
+``double-bos``
+    With a ``tokenizer``: OpenCompass feeds the prompt more than one BOS (a meta template
+    writes one and the tokenizer adds another, defect D21); the default mode feeds one.
+    Reported once per dataset and model, at the first such row.
+``missing-bos``
+    With a ``tokenizer`` that has a BOS: OpenCompass feeds the prompt without it (a chat
+    template that writes none, a ``bos_token`` the post-processor does not add; D21).
+``eos-in-prompt``
+    With a ``tokenizer``: a generation prompt's ids end with the tokenizer's EOS, so the
+    model reads the text as finished before it answers.
 ``unused-template-kwarg``
     A model's ``chat_template_kwargs`` names a variable its chat template never reads
     (a typo such as ``enable_thinkng``, or a switch of another model family), so it
@@ -45,7 +57,7 @@ __all__ = ["CODES", "Finding", "lint_suite"]
 
 CODES = ("unknown-placeholder", "special-token-in-data", "template-syntax-in-data",
          "empty-prompt", "empty-test-split", "shot-leak", "system-dropped",
-         "unused-template-kwarg")
+         "unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt")
 
 _NO_MODEL = {"abbr": "(no model)", "parser": "lm", "meta_template": None}
 
@@ -208,7 +220,11 @@ class _DatasetLint:
 
     def _model_checks(self, job: Any, records: Sequence[Any], used: Sequence[int]) -> None:
         model = job.model
+        tokenizer = _tokenizer(model)
         tokens = model_special_tokens(model.meta.raw if model.meta else None, model.chat_template)
+        if tokenizer is not None:
+            tokens = tuple(sorted({*tokens, *_special_added(tokenizer)},
+                                  key=lambda t: (-len(t), t)))
         if tokens:
             pattern = re.compile("|".join(re.escape(t) for t in tokens))
             rows: list[tuple[str, Mapping[str, Any], int | None]] = [
@@ -222,8 +238,10 @@ class _DatasetLint:
                     if m:
                         self.add("special-token-in-data",
                                  f"value contains {m.group()!r}, a special token of this model: "
-                                 "the tokenizer may read it as a control token",
+                                 + _becomes(tokenizer, m.group(), text),
                                  model=model.abbr, key_path=path, row=n)
+        if tokenizer is not None and model.parser != "api":
+            self._bos_checks(job, records, tokenizer)
         for rec in records:
             if _prompt_is_empty(rec.prompt):
                 self.add("empty-prompt", "the compiled prompt has no text", model=model.abbr,
@@ -238,6 +256,75 @@ class _DatasetLint:
                          f"template {how}; set the model's system_role to say what you want",
                          model=model.abbr, key_path="infer_cfg.prompt_template",
                          row=with_system.index)
+
+
+    def _bos_checks(self, job: Any, records: Sequence[Any], tokenizer: Any) -> None:
+        """double-bos, missing-bos, eos-in-prompt: on the ids OpenCompass feeds (compat)."""
+        from ..errors import PromptCompilerError
+        from ..model.token_ids import RecordIds, model_bos, prompt_ids
+        from ..policy import Policy
+
+        model, compat = job.model, Policy.of("opencompass")
+        bos, eos = model_bos(tokenizer), tokenizer.eos_id
+        texts = RecordIds(job)
+        first: dict[str, tuple[Any, int]] = {}
+        counts: dict[str, int] = {}
+        for rec in records:
+            try:
+                ids = prompt_ids(model, texts.text(rec), compat)
+            except PromptCompilerError:
+                continue  # a prompt with no one text (multimodal) has no ids to check
+            found = []
+            if bos is not None and ids.count(bos) > 1:
+                found.append(("double-bos", ids.count(bos)))
+            elif bos is not None and ids[:1] != [bos]:
+                found.append(("missing-bos", 0))
+            if eos is not None and ids and ids[-1] == eos and rec.mode in ("gen", "chat"):
+                found.append(("eos-in-prompt", 0))
+            for code, n in found:
+                counts[code] = counts.get(code, 0) + 1
+                first.setdefault(code, (rec, n))
+        bos_text = tokenizer.backend.id_to_token(bos) if bos is not None else ""
+        for code, (rec, n) in first.items():
+            more = counts[code] - 1
+            also = f" (and {more} more prompt{'s' if more != 1 else ''})" if more else ""
+            if code == "double-bos":
+                message = (f"OpenCompass feeds this prompt {n} BOS tokens {bos_text!r}{also}: "
+                           "the text already holds one and the tokenizer adds another "
+                           "(D21; the default mode feeds one)")
+            elif code == "missing-bos":
+                message = (f"OpenCompass feeds this prompt without the model's BOS "
+                           f"{bos_text!r}{also} (D21; the default mode adds it)")
+            else:
+                eos_text = tokenizer.backend.id_to_token(eos)
+                message = (f"the ids end with the EOS token {eos_text!r}{also}: the model reads "
+                           "the text as finished before it answers")
+            self.add(code, message, model=model.abbr, key_path="infer_cfg.prompt_template",
+                     row=rec.index)
+
+
+def _tokenizer(model: Any) -> Any:
+    from ..model.tokenize import HFTokenizer
+
+    counter = model.count_tokens
+    return counter if isinstance(counter, HFTokenizer) else None
+
+
+def _special_added(tokenizer: Any) -> list[str]:
+    """The tokenizer's special added tokens (``<|eot_id|>``, ``[SEP]``...)."""
+    decoder = tokenizer.backend.get_added_tokens_decoder()
+    return [t.content for t in decoder.values() if t.special and t.content.strip()]
+
+
+def _becomes(tokenizer: Any, token: str, text: str) -> str:
+    """Whether ``token`` in ``text`` becomes its control token's id with this tokenizer."""
+    if tokenizer is None:
+        return "the tokenizer may read it as a control token"
+    token_id = tokenizer.token_id(token)
+    if token_id is not None and token_id in tokenizer.encode(text, special_tokens=False):
+        return (f"with this tokenizer it becomes the control token (id {token_id}), not text")
+    n = len(tokenizer.encode(token, special_tokens=False))
+    return f"with this tokenizer it stays text ({n} ordinary tokens), not the control token"
 
 
 def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default",
@@ -276,7 +363,17 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
 
 
 def _unread_kwargs(models: Sequence[Any], compiler: Compiler) -> list[Finding]:
-    """``unused-template-kwarg``: chat_template_kwargs the model's chat template never reads."""
+    """``double-bos``
+    With a ``tokenizer``: OpenCompass feeds the prompt more than one BOS (a meta template
+    writes one and the tokenizer adds another, defect D21); the default mode feeds one.
+    Reported once per dataset and model, at the first such row.
+``missing-bos``
+    With a ``tokenizer`` that has a BOS: OpenCompass feeds the prompt without it (a chat
+    template that writes none, a ``bos_token`` the post-processor does not add; D21).
+``eos-in-prompt``
+    With a ``tokenizer``: a generation prompt's ids end with the tokenizer's EOS, so the
+    model reads the text as finished before it answers.
+``unused-template-kwarg``: chat_template_kwargs the model's chat template never reads."""
     import difflib
 
     from ..model.chat_controls import template_variables, unread_kwargs
