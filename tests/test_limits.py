@@ -324,3 +324,110 @@ def test_a_range_slice_of_spaces_is_refused_at_once(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
     line = one_error(tmp_path, "s.yaml")
     assert "a range string must be a slice like '[0:10]'" in line
+
+
+# --- sandboxed templates: sizes checked before allocation, reproducible text -------------------
+
+LIMIT_TAIL = "the limit is 16,000,000 characters (PROMPT_COMPILER_MAX_PROMPT_CHARS raises it)"
+NS = "{% set ns = namespace(s='aaaaaaaaaa', l=[1]) %}"
+BUILDERS = {
+    "center": ("{{ question|center(10**9) }}", "center() would build 1,000,000,000 characters"),
+    "ljust": ("{{ question.ljust(10**9) }}", "ljust(1000000000) would build"),
+    "zfill": ("{{ question.zfill(10**9) }}", "zfill(1000000000) would build"),
+    "percent-width": ("{{ '%0999999999d' % 1 }}", "a % format width would build 999,999,999"),
+    "format-width": ("{{ '{:>999999999}'.format(question) }}",
+                     "the format spec '>999999999' asks for 999999999 characters"),
+    "format-filter": ("{{ '%999999999s'|format(question) }}", "a % format width would build"),
+    "replace": ("{{ (question * 1000000).replace('q', 'x' * 40) }}",
+                "replace() would build 40,000,000 characters"),
+    "expandtabs": ("{{ ('\\t' * 100000).expandtabs(1000) }}", "expandtabs() would build"),
+    "tojson-indent": ("{{ [[[[1]]]]|tojson(indent=100000000) }}",
+                      "tojson(indent=100000000) would build"),
+    "indent": ("{{ ('a\\n' * 100000)|indent(1000) }}", "indent() would build"),
+    "tilde-loop": (NS + "{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                   "'~' would build 20,971,520 characters"),
+    "plus-loop": (NS + "{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                  "'+' would build 20,971,520 characters"),
+    "join-loop": (NS + "{% for i in range(40) %}{% set ns.s = [ns.s, ns.s]|join %}{% endfor %}",
+                  "join() would build 20,971,520 characters"),
+    "list-plus-loop": (NS + "{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+                       "'+' would build 1,048,576 items; the limit is 1,000,000 items"),
+    "output-loop": ("{% for i in range(100000) %}{% for j in range(1000) %}aaaaaaaaaa"
+                    "{% endfor %}{% endfor %}", "the template's output would build"),
+    "captured-block": ("{% set x %}{% for i in range(100000) %}{% for j in range(1000) %}"
+                       "aaaaaaaaaa{% endfor %}{% endfor %}{% endset %}{{ x|length }}",
+                       "a captured block would build"),
+}
+
+
+def _jinja_dataset(template: str) -> str:
+    quoted = template.replace("\\", "\\\\").replace('"', '\\"')
+    return ("datasets:\n  - abbr: evil\n"
+            "    reader_cfg: {input_columns: [question], output_column: answer}\n"
+            "    infer_cfg:\n"
+            "      prompt_template: {type: PromptTemplate, engine: jinja2, "
+            f'template: "{quoted}"}}\n'
+            "      retriever: {type: ZeroRetriever}\n      inferencer: {type: GenInferencer}\n"
+            "    rows: [{question: q, answer: a}]\n"
+            "models: [{abbr: m, parser: lm, meta_template: null}]\n")
+
+
+@pytest.mark.parametrize(("template", "words"), list(BUILDERS.values()), ids=list(BUILDERS))
+def test_a_template_building_a_huge_value_stops_before_allocating(
+        tmp_path: Path, template: str, words: str) -> None:
+    (tmp_path / "t.yaml").write_text(_jinja_dataset(template), encoding="utf-8")
+    line = one_error(tmp_path, "t.yaml")
+    assert line.startswith("compile-prompts: error: t.yaml: dataset 'evil'"), line
+    assert words in line, line
+    assert "PROMPT_COMPILER_MAX_PROMPT_CHARS" in line, line
+
+
+def test_the_prompt_size_limit_is_raised_by_its_variable(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(_jinja_dataset("{{ question|center(100) }}"),
+                                     encoding="utf-8")
+    assert "center() would build 100 characters; the limit is 50 characters" in one_error(
+        tmp_path, "t.yaml", PROMPT_COMPILER_MAX_PROMPT_CHARS="50")
+    proc, _ = run_capped("t.yaml", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "m" / "evil.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == " " * 49 + "q" + " " * 50
+
+
+ADDRESSES = {
+    "string-filter": "{{ cycler(1)|string }}",
+    "tilde": "{{ cycler(1) ~ '' }}",
+    "percent": "{{ '%s' % cycler(1) }}",
+    "format-filter": "{{ '%s'|format(joiner()) }}",
+    "str-format": "{{ '{}'.format(cycler(1)) }}",
+    "join": "{{ [cycler(1)]|join }}",
+    "pprint": "{{ cycler(1)|pprint }}",
+    "method": "{{ question.upper }}",
+}
+
+
+@pytest.mark.parametrize("template", list(ADDRESSES.values()), ids=list(ADDRESSES))
+def test_no_memory_address_reaches_a_prompt(tmp_path: Path, template: str) -> None:
+    (tmp_path / "t.yaml").write_text(_jinja_dataset(template), encoding="utf-8")
+    line = one_error(tmp_path, "t.yaml")
+    assert "whose text shows a memory address and changes from run to run" in line, line
+
+
+@pytest.mark.parametrize(("template", "words"), [
+    ("{{ '{0.__class__.__mro__}'.format(question) }}", "the placeholder {0.__class__.__mro__}"),
+    ("{{ '{0[0]}'.format(question) }}", "the placeholder {0[0]} reaches into a value"),
+    ("{{ [1, 2]|random }}", "the random filter gives different output on every run"),
+])
+def test_format_fields_name_values_only_and_nothing_is_random(
+        tmp_path: Path, template: str, words: str) -> None:
+    (tmp_path / "t.yaml").write_text(_jinja_dataset(template), encoding="utf-8")
+    assert words in one_error(tmp_path, "t.yaml")
+
+
+def test_a_chat_template_is_bounded_too(tmp_path: Path) -> None:
+    chat = "{% for m in messages %}{{ m['content']|center(10**9) }}{% endfor %}"
+    text = (_jinja_dataset("{{ question }}").replace(
+        "models: [{abbr: m, parser: lm, meta_template: null}]",
+        f"models: [{{abbr: m, parser: hf_chat, chat_template: {json.dumps(chat)}}}]"))
+    (tmp_path / "t.yaml").write_text(text, encoding="utf-8")
+    line = one_error(tmp_path, "t.yaml")
+    assert "center() would build 1,000,000,000 characters; " + LIMIT_TAIL in line, line

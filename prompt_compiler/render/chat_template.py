@@ -46,7 +46,7 @@ from ..errors import (
     TemplateSyntaxError,
     UnsupportedError,
 )
-from ..sandbox import PromptSandbox
+from ..sandbox import PromptSandbox, json_indent_check
 from .chat_inputs import continue_fields, plain, prepare_messages, template_globals
 from .chat_template_files import (
     SPECIAL_TOKEN_NAMES,
@@ -109,6 +109,7 @@ def _tojson(
     Defaults keep non-ASCII text and key order; with no ``indent`` the separators are
     ``", "``/``": "`` (``json.dumps``' own defaults).
     """
+    json_indent_check(value, indent)  # indentation alone could pass the prompt-size limit
     return json.dumps(
         value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
