@@ -38,6 +38,7 @@ MOVED = {
     "outnames": "emit.names",
     "outputs": "inspection.outputs",
     "placeholders": "template.placeholders",
+    "planlines": "plan.lines",  # the plan stage as one package
     "report_html": "inspection.report_html",
     "reader": "data.reader",
     "special_tokens": "model.special_tokens",

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import plan
 from .assemble.base import Job, Record, Template
 from .assemble.chat import chat_records
 from .assemble.clp import clp_records
@@ -28,6 +27,8 @@ from .errors import ConfigError, DataError, PromptCompilerError, RegistryError, 
 from .model.generation import resolve as resolve_generation
 from .model.spec import Model, build_model
 from .model.tokenize import TokenCounter, token_counter, token_counters
+from .plan.core import job_labels
+from .plan.records import plan_records
 from .policy import Policy
 from .retrieve.basic import Retriever, default_retrievers
 from .template.prompt_template import PromptTemplate, require_template
@@ -382,25 +383,29 @@ class Compiler:
             rows: range | None = None) -> JobRun:
         """Retrieve, then assemble and render the records of ``job`` (streamed, lazily)."""
         retrieved = self.retrieve(job)
-        labels = None
-        gen, ppl = (plan.gen_records, plan.ppl_records) if lean else (gen_records, ppl_records)
+        labels = job_labels(job, params) if kind in ("ppl", "ll") else None
         token = params.get("gen_field_replace_token", "")
-        if kind == "gen" and params.get("multiround"):
+        planned = plan_records(job, kind, params, retrieved, labels=labels, rows=rows) \
+            if lean else None
+        records: Iterable[Record]
+        if planned is not None:  # lean gen and ppl records through plans (.plan)
+            records = planned
+        elif kind == "gen" and params.get("multiround"):
             records = multiround_records(job, retrieved, reply=reply,
                                          gen_field_replace_token=token)
         elif kind == "gen":
-            records = gen(job, retrieved, gen_field_replace_token=token, rows=rows)
+            records = gen_records(job, retrieved, gen_field_replace_token=token, rows=rows)
         elif kind == "sc":
             sc_size = params.get("sc_size", 1)
             records = (replace(r, extra={**r.extra, "samples": sc_size}) for r in
                        gen_records(job, retrieved, gen_field_replace_token=token, rows=rows))
-        elif kind in ("ppl", "ll"):
-            labels = list(params["labels"]) if params.get("labels") is not None else job.labels()
-            if kind == "ll":
-                records = ll_records(job, ppl_records(job, retrieved, labels=labels, rows=rows))
-            else:
-                records = ppl(job, retrieved, labels=labels,
-                              normalizing_str=job.options.get("normalizing_str"), rows=rows)
+        elif kind == "ll":
+            assert labels is not None
+            records = ll_records(job, ppl_records(job, retrieved, labels=labels, rows=rows))
+        elif kind == "ppl":
+            assert labels is not None
+            records = ppl_records(job, retrieved, labels=labels,
+                                  normalizing_str=job.options.get("normalizing_str"), rows=rows)
         elif kind in ("ppl_only", "inference_ppl_only"):
             records = ppl_only_records(job, retrieved, token_labels=kind != "ppl_only")
         elif kind == "sw_ce_loss":

@@ -32,9 +32,10 @@ from .assemble.base import Record
 from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
 from .data.sources import attach_rows
+from .emit.blockfile import write_blocks
 from .emit.manifest import build_manifest, input_root
 from .emit.names import MANIFEST, check_unique, on_disk, output_name
-from .emit.outdir import BlockFile, OutputDir, write_blocks
+from .emit.outdir import OutputDir
 from .emit.records import record_bytes, record_json
 from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
 
@@ -320,11 +321,11 @@ def pair_lines(pair: Pair, counts: _Counts, *, data_dir: PathArg | None = None,
                strict: bool = False, progress: Any = None) -> Iterator[bytes]:
     """The record lines of one pair as written to its file, in blocks of whole lines.
 
-    Plannable jobs go through :mod:`.planlines` (no Record objects); others through
+    Plannable jobs go through :mod:`.plan.lines` (no Record objects); others through
     :func:`compile_pair`. ``counts`` holds the totals once the blocks are consumed;
     ``progress.rows(n)`` and ``progress.row()`` (when present) hear of the rows.
     """
-    from .planlines import Lines, plannable
+    from .plan.lines import Lines, plannable
 
     compiler = Compiler(mode=mode)
     tick = getattr(progress, "row", None)
@@ -495,21 +496,15 @@ def _compile_range(args: tuple[int, tuple[Any, ...]]) -> tuple[int, str, int]:
         return _compile_one(one)
     pair, _, _, staging, shown, _, rows, rel, _ = one
     counts = _Counts()
-    out = BlockFile(staging / on_disk(rel), shown=f"{shown}/{pair.out_name}", digest=False)
-    try:
-        for block in _prepared_lines(pair, prepared, rows, counts):
-            out.write(block)
-    except BaseException:
-        out.abort()
-        raise
-    out.close()
+    write_blocks(staging / on_disk(rel), _prepared_lines(pair, prepared, rows, counts),
+                 shown=f"{shown}/{pair.out_name}", digest=False)
     return counts.count, "", counts.over_limit
 
 
 def _prepared_lines(pair: Pair, prepared: _Prepared, rows: range | None, counts: _Counts
                     ) -> Iterator[bytes]:
     """The lines of ``rows`` from a prepared job; errors located as :func:`pair_lines` does."""
-    from .planlines import Lines
+    from .plan.lines import Lines
 
     job = prepared.job
     lines = Lines(job, prepared.kind, prepared.params, prepared.retrieved, rows=rows)
@@ -537,7 +532,7 @@ def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int, spans: 
     The first range is the parent's; ranges are cut by bytes of the test file where the
     rows stream from one (rows differ in length), else by rows."""
     from .data.sources import NotPeekable, peeking
-    from .planlines import plannable
+    from .plan.lines import plannable
 
     try:
         with peeking():  # rows from a pipe are left for the worker
@@ -657,7 +652,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                                         ("batch_bytes", batch_bytes)) if v is not None}
             outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, format,
                                       **limits)
-        from .model.chat_controls import manifest_models
+        from .model.spec import manifest_models
 
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
                                   inputs=input_files(suite, pairs, data_dir), outputs=outputs,
@@ -816,22 +811,22 @@ def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]
     """A split pair's file: its first range compiled here, then the workers' parts appended
     in order (deleted once appended); (lines, sha256, lines over the limit)."""
     counts = _Counts()
-    out = BlockFile(staging / on_disk(pair.out_name), shown=f"{shown}/{pair.out_name}")
-    try:
-        prepared = _PREPARED.get(key)
-        if prepared is not None:
-            blocks = _prepared_lines(pair, prepared, first, counts)
-        else:
-            blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
-                                rows=first, strict=strict)
-        for block in blocks:
-            out.write(block)
-        count, over = counts.count, counts.over_limit
+    prepared = _PREPARED.get(key)
+    if prepared is not None:
+        blocks = _prepared_lines(pair, prepared, first, counts)
+    else:
+        blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
+                            rows=first, strict=strict)
+    totals = [0, 0]  # lines, lines over the limit
+
+    def appended() -> Iterator[Path]:
+        totals[:] = [counts.count, counts.over_limit]  # the first range is written by now
         for rel, fut in parts:
             n, _, n_over = fut.result()  # the first failing range raises
-            count, over = count + n, over + n_over
-            out.append(staging / on_disk(rel))
-    except BaseException:
-        out.abort()
-        raise
-    return count, out.close(), over
+            totals[0] += n
+            totals[1] += n_over
+            yield staging / on_disk(rel)
+
+    digest = write_blocks(staging / on_disk(pair.out_name), blocks,
+                          shown=f"{shown}/{pair.out_name}", parts=appended())
+    return totals[0], digest, totals[1]

@@ -32,7 +32,7 @@ INTERNLM = {"round": [
 @pytest.fixture(autouse=True)
 def plan_every_row(monkeypatch):
     """Compile a plan on an id tuple's first use, so that every covered row goes through it."""
-    monkeypatch.setattr(plan._Plans, "probe_after", 1)
+    monkeypatch.setattr(plan.PlanCache, "probe_after", 1)
 
 
 def both_ways(compiler: pc.Compiler, dataset: Any, model: Any, options: Any = None

@@ -1,6 +1,6 @@
-"""Record lines built from plans (prompt_compiler/planlines.py) against the generic path.
+"""Record lines built from plans (prompt_compiler/plan/lines.py) against the generic path.
 
-The CLI writes :class:`~prompt_compiler.planlines.Lines` for planned jobs; its bytes must be
+The CLI writes :class:`~prompt_compiler.plan.Lines` for planned jobs; its bytes must be
 those of ``record_bytes(record_json(record))`` for the generic records, row by row,
 including rows it hands back to the generic path (braces in compat mode, prompts over
 ``max_seq_len``, values with no UTF-8 form) and gold answers of every JSON type.
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import prompt_compiler as pc
 from prompt_compiler import plan
 from prompt_compiler.emit.records import record_bytes, record_json
-from prompt_compiler.planlines import Lines, plannable
+from prompt_compiler.plan import Lines, plannable
 
 INTERNLM = {"round": [
     {"role": "HUMAN", "begin": "<|User|>:", "end": "\n"},
@@ -88,7 +88,7 @@ GOLD = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), TEXT,
 @pytest.fixture(autouse=True)
 def plan_every_row(monkeypatch):
     """Compile a plan on an id tuple's first use, so that every covered row goes through it."""
-    monkeypatch.setattr(plan._Plans, "probe_after", 1)
+    monkeypatch.setattr(plan.PlanCache, "probe_after", 1)
 
 
 @settings(max_examples=150, deadline=None)

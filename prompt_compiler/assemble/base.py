@@ -22,9 +22,18 @@ from ..retrieve.basic import Retriever
 from ..template.prompt_template import Ice, PromptTemplate, require_template
 from ..template.raw_template import RawPromptTemplate
 
-__all__ = ["Job", "Record", "Template", "row_id"]
+__all__ = ["SPANS_UNKNOWN", "Job", "Record", "Template", "row_id"]
 
 Template = PromptTemplate | RawPromptTemplate
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+SPANS_UNKNOWN: Any = _Unknown()
+"""``Record.spans`` when provenance could not be established (written as ``null``)."""
 
 
 def row_id(rows: Sequence[Any], index: int) -> int:

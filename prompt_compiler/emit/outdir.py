@@ -38,14 +38,12 @@ import ctypes
 import hashlib
 import json
 import os
-import queue
 import re
 import secrets
 import shutil
 import signal
 import stat
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -53,6 +51,9 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..errors import OutputError, PromptCompilerWarning
+from .blockfile import BlockFile, write_blocks
+from .blockfile import os_error as _error
+from .blockfile import os_errors as _os
 from .manifest import is_ours, manifest_bytes
 from .names import MANIFEST, from_disk, on_disk
 from .records import record_bytes
@@ -60,22 +61,6 @@ from .records import record_bytes
 __all__ = ["BlockFile", "OutputDir", "write_blocks", "write_jsonl"]
 
 _TAG = "compile-prompts"
-
-
-def _error(what: str, exc: OSError, hint: str | None = None) -> OutputError:
-    reason = exc.strerror or str(exc)
-    return OutputError(f"cannot {what}: {reason}", hint=hint)
-
-
-@contextlib.contextmanager
-def _os(what: str, hint: str | None = None) -> Iterator[None]:
-    """Turn an OSError into an OutputError that says what was being done to which path."""
-    try:
-        yield
-    except OutputError:
-        raise
-    except OSError as exc:
-        raise _error(what, exc, hint) from None
 
 
 def write_jsonl(path: Path, lines: Iterable[Any], *, shown: str,
@@ -105,130 +90,6 @@ def write_jsonl(path: Path, lines: Iterable[Any], *, shown: str,
     with _os(f"write {shown}"):
         fh.close()
     return count, h.hexdigest()
-
-
-def write_blocks(path: Path, blocks: Iterable[bytes], *, shown: str) -> str:
-    """Write byte blocks (whole JSON lines) to ``path``; returns the sha256 of the bytes.
-
-    ``shown`` is the file's name for messages; errors of the blocks' producer pass
-    through, an OS error is an OutputError.
-    """
-    out = BlockFile(path, shown=shown)
-    try:
-        for block in blocks:
-            out.write(block)
-    except BaseException:
-        out.abort()
-        raise
-    return out.close()
-
-
-class BlockFile:
-    """A file written from byte blocks, and the sha256 of its bytes.
-
-    A helper thread writes and hashes the blocks while the caller builds the next ones
-    (both release the GIL on large buffers), so a second core does that part. Whole files
-    can be appended too (:meth:`append`, the parts of a pair split across processes): the
-    kernel copies them and the thread hashes them.
-    """
-
-    def __init__(self, path: Path, *, shown: str, digest: bool = True) -> None:
-        self.shown = shown
-        self._digest = digest
-        with _os(f"write {shown}"):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-        self._hash = hashlib.sha256()
-        self._queue: queue.Queue[bytes | Path | None] = queue.Queue(maxsize=4)
-        self._failed: list[BaseException] = []
-        self._thread = threading.Thread(target=self._drain, name="block-writer", daemon=True)
-        self._thread.start()
-
-    def write(self, block: bytes) -> None:
-        """Queue ``block`` (whole lines) to be written."""
-        self._check()
-        self._queue.put(block)
-
-    def append(self, part: Path) -> None:
-        """Queue the whole file ``part`` to be appended (and deleted afterwards)."""
-        self._check()
-        self._queue.put(part)
-
-    def close(self) -> str:
-        """Write what is queued, close the file and return its sha256 (``""`` when the
-        file was made with ``digest=False``)."""
-        self._finish()
-        with _os(f"write {self.shown}"):
-            self._check()
-            os.close(self._fd)
-        return self._hash.hexdigest() if self._digest else ""
-
-    def abort(self) -> None:
-        """Stop writing (the file is left as it is, for the caller to remove)."""
-        self._finish()
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-    def _finish(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-    def _check(self) -> None:
-        if self._failed:
-            with _os(f"write {self.shown}"):
-                raise self._failed[0]
-
-    def _drain(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if self._failed:
-                continue  # keep taking blocks, so that the caller never waits on a full queue
-            try:
-                if isinstance(item, Path):
-                    self._append(item)
-                else:
-                    _write_all(self._fd, item)
-                    if self._digest:
-                        self._hash.update(item)
-            except BaseException as exc:  # raised in the caller's thread by _check()
-                self._failed.append(exc)
-
-    def _append(self, part: Path) -> None:
-        with part.open("rb", buffering=0) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if self._digest:  # read through a small buffer: a memory map would count as RSS
-                buf = memoryview(bytearray(1 << 20))
-                while n := fh.readinto(buf):
-                    self._hash.update(buf[:n])
-            _copy(fh.fileno(), self._fd, size)
-        part.unlink()
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _copy(src: int, dst: int, size: int) -> None:
-    """Append the first ``size`` bytes of ``src`` to ``dst``: in the kernel where it can."""
-    copied = 0
-    try:
-        while copied < size:
-            n = os.copy_file_range(src, dst, size - copied, copied)
-            if n == 0:
-                break
-            copied += n
-    except (AttributeError, OSError):  # no copy_file_range here (or not between these files)
-        pass
-    while copied < size:
-        data = os.pread(src, min(size - copied, 1 << 20), copied)
-        if not data:
-            raise OSError(f"the part file ended at byte {copied} of {size}")
-        _write_all(dst, data)
-        copied += len(data)
 
 
 # --- the folder beside OUT: names opened relative to it, never through a link -------------

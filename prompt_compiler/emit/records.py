@@ -27,7 +27,7 @@ non-ASCII as UTF-8, control characters as ``\\n``/``\\u001f`` escapes), then ``\
 are encoded with orjson, whose escaping is identical. Text that is not valid Unicode
 (a lone surrogate) cannot be written as UTF-8 and is a :class:`~.errors.DataError`.
 The CLI builds the same bytes for planned gen and ppl jobs without Record objects
-(:mod:`prompt_compiler.planlines`).
+(:mod:`prompt_compiler.plan.lines`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from ..assemble.base import Record
+from ..assemble.base import SPANS_UNKNOWN, Record
 from ..errors import DataError
 from ..promptlist import canonical_prompt, json_default, prompt_sha256
 from ..values import is_finite_json
@@ -142,9 +142,7 @@ def record_json(rec: Record) -> dict[str, Any]:
     out["stop_token_ids"] = list(rec.stop_token_ids)
     out["gold"] = _plain(rec, rec.gold)
     if rec.spans is not None:
-        from ..inspection.spans import UNKNOWN
-
-        out["spans"] = None if rec.spans is UNKNOWN else rec.spans
+        out["spans"] = None if rec.spans is SPANS_UNKNOWN else rec.spans
     return out
 
 

@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..assemble.base import SPANS_UNKNOWN as UNKNOWN
 from ..assemble.base import Job, Record
 from ..template import fill
 
@@ -45,13 +46,6 @@ META: dict[str, Any] = {"kind": "meta"}
 SEPARATOR: dict[str, Any] = {"kind": "separator"}
 
 
-class _Unknown:
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
-"""``Record.spans`` when provenance could not be established (written as ``null``)."""
 
 
 class Tags:

@@ -20,14 +20,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 
 __all__ = ["DATE_TODAY", "DEFAULT_DATE", "check_dicts", "check_prefix", "kwargs_sha256",
-           "manifest_models",
            "parse_date", "prints_date", "template_variables", "tokenizer_special_tokens",
            "unread_kwargs"]
 
@@ -136,29 +135,3 @@ def tokenizer_special_tokens(counter: Any) -> dict[str, Any]:
     if not isinstance(counter, HFTokenizer):
         return {}
     return folder_special_tokens(Path(counter.name).parent)
-
-
-
-def manifest_models(models: Iterable[Any], mode: str = "default") -> dict[str, dict[str, Any]]:
-    """The manifest's ``models`` section: per model abbr (``ModelConfig`` objects), the date
-    its chat template prints and its ``chat_template_kwargs`` with their sha256; models with
-    neither are left out (so manifests of configs without them are unchanged)."""
-    from ..compiler import Compiler
-
-    compiler = Compiler(mode=mode)
-    out: dict[str, dict[str, Any]] = {}
-    for config in models:
-        spec = config.spec
-        if not any(spec.get(k) is not None for k in ("chat_template", "chat_template_kwargs",
-                                                     "template_kwargs")):
-            continue
-        model = compiler.model({**spec, "abbr": config.abbr})
-        entry: dict[str, Any] = {}
-        if model.date is not None:
-            entry["date"] = model.date
-        if model.template_kwargs:
-            entry["chat_template_kwargs"] = dict(model.template_kwargs)
-            entry["chat_template_kwargs_sha256"] = kwargs_sha256(model.template_kwargs)
-        if entry:
-            out[config.abbr] = entry
-    return out

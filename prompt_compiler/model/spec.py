@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -24,7 +24,8 @@ from .tokenize import (
 )
 
 __all__ = ["API_WORD_COUNTED", "OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter",
-           "api_words", "build_model", "openai_messages", "whitespace_tokens"]
+           "api_words", "build_model", "manifest_models", "openai_messages",
+           "whitespace_tokens"]
 
 OPENAI_COMPATIBLE_MODELS = frozenset({
     "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout"})
@@ -444,3 +445,28 @@ def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
     name = cfg.get("tokenizer", default_counter(cfg)) if isinstance(cfg, Mapping) \
         else "whitespace"
     return Model.from_dict(cfg, where=where, count_tokens=token_counter(name, where, counters))
+
+
+def manifest_models(models: Iterable[Any], mode: str = "default") -> dict[str, dict[str, Any]]:
+    """The manifest's ``models`` section: per model abbr (``ModelConfig`` objects), the date
+    its chat template prints and its ``chat_template_kwargs`` with their sha256; models with
+    neither are left out (so manifests of configs without them are unchanged). The models
+    are the same in either ``mode``."""
+    from .chat_controls import kwargs_sha256
+
+    out: dict[str, dict[str, Any]] = {}
+    for config in models:
+        spec = config.spec
+        if not any(spec.get(k) is not None for k in ("chat_template", "chat_template_kwargs",
+                                                     "template_kwargs")):
+            continue
+        model = build_model({**spec, "abbr": config.abbr})
+        entry: dict[str, Any] = {}
+        if model.date is not None:
+            entry["date"] = model.date
+        if model.template_kwargs:
+            entry["chat_template_kwargs"] = dict(model.template_kwargs)
+            entry["chat_template_kwargs_sha256"] = kwargs_sha256(model.template_kwargs)
+        if entry:
+            out[config.abbr] = entry
+    return out

@@ -1,7 +1,8 @@
-"""Record lines straight from test rows: the CLI's write path for planned jobs.
+"""The JSON-lines writer of the plan stage: record lines straight from test rows (the CLI's
+write path for planned jobs).
 
-The CLI writes records, not :class:`~.assemble.base.Record` objects. For a job that a
-:mod:`~prompt_compiler.plan` serves, everything in a line but a few values is the same for
+The CLI writes records, not :class:`~.assemble.base.Record` objects. For a job that plans
+serve, everything in a line but a few values is the same for
 every row, so each shape (one plan of one tuple of example ids) is turned into bytes once:
 the record's head, and the prompt's first literal (for a FixK job, the whole in-context
 block and the text before the first slot) already JSON-escaped and already fed to a sha256.
@@ -11,8 +12,9 @@ and one join. JSON escaping is per character, so ``dumps(a + b)`` is ``dumps(a)`
 The bytes are those :func:`~.emit.record_bytes` writes for :func:`~.emit.record_json`.
 
 Any row the shortcut is not sure of goes through the generic record path, one row at a
-time: a row before its shape is compiled, a compat-mode row holding braces, a row whose
-prompt may exceed ``max_seq_len``, a value with no UTF-8 form (the generic path names it).
+time: a row before its shape is compiled, a row :class:`.core.RowPlanner` sends there
+(compat-mode braces, a prompt over ``max_seq_len``), a value with no UTF-8 form or a missing
+column (the generic path names it).
 """
 
 from __future__ import annotations
@@ -26,31 +28,15 @@ from typing import Any
 
 import orjson
 
-from .assemble.base import Job
-from .assemble.gen import gen_record
-from .assemble.ppl import ppl_row_records
-from .data.reader import iter_rows
-from .emit.records import record_bytes, record_json
-from .model.spec import whitespace_tokens
-from .plan import Plan, _Plans, supports
-from .retrieve.basic import Repeated
+from ..assemble.base import Job
+from ..emit.records import record_bytes, record_json
+from .core import GENERIC, RowPlanner, job_labels, plannable
+from .probe import Plan
 
 __all__ = ["Lines", "plannable"]
 
 BLOCK = 256
 """Lines joined into one block (one write, one hash update, one progress tick burst)."""
-
-
-def plannable(job: Job, kind: str, params: Mapping[str, Any]) -> bool:
-    """True when :class:`Lines` builds the job's lines from plans (gen and ppl jobs that
-    :func:`.plan.supports`, without multiround or normalizing_str)."""
-    if job.model.tokenize:
-        return False  # token ids: the generic record path
-    if kind == "gen":
-        return not params.get("multiround") and supports(job, kind)
-    if kind == "ppl":
-        return job.options.get("normalizing_str") is None and supports(job, kind)
-    return False
 
 
 def _json(value: Any) -> bytes:
@@ -86,19 +72,15 @@ class _Shape:
     """sha256 state after the first literal's UTF-8 bytes."""
     rest: str
     """``%`` format of the prompt after the first literal (slot values and literals)."""
-    budget: int
-    """The longest filled ``rest`` whose prompt surely fits ``max_seq_len`` whitespace words
-    (a word takes a character and a space at least); -1: count every row."""
     values: Callable[[Mapping[str, Any]], tuple[Any, ...]]
     """A row's slot values, in slot order."""
 
 
-def _shape(plan: Plan, head: bytes, limit: int | None, counter: Any) -> _Shape:
+def _shape(plan: Plan, head: bytes) -> _Shape:
     first = plan.literals[0]
     rest = "%s".join(["", *(s.replace("%", "%%") for s in plan.literals[1:])])
-    budget = 2 * limit - len(first) if limit is not None and counter is whitespace_tokens else -1
     return _Shape(plan, head + orjson.dumps(first)[:-1], hashlib.sha256(first.encode()), rest,
-                  budget, _getter(plan.columns))
+                  _getter(plan.columns))
 
 
 _GETTERS: dict[tuple[str, ...], Callable[[Mapping[str, Any]], tuple[Any, ...]]] = {}
@@ -123,7 +105,8 @@ _SHA = b', "prompt_sha256": "'
 
 
 class Lines:
-    """The record lines of one planned job, in blocks of whole lines.
+    """The record lines of one planned job (:func:`.core.plannable`), in blocks of whole
+    lines.
 
     Iterating yields the blocks; afterwards :attr:`count` is the number of lines and
     :attr:`over_limit` the number flagged ``over_limit``. ``tick`` is called once per
@@ -134,22 +117,14 @@ class Lines:
                  retrieved: Sequence[Sequence[int]], *, rows: range | None = None,
                  tick: Callable[[], None] | None = None) -> None:
         self.job, self.kind, self.retrieved = job, kind, retrieved
-        self.rows, self.tick = rows, tick
+        self.tick = tick
         self.count = 0
         self.over_limit = 0
-        if kind == "gen":
-            self.extra: Any = params.get("gen_field_replace_token", "")
-            self.labels: list[Any] = []
-        else:
-            self.labels = (list(params["labels"]) if params.get("labels") is not None
-                           else job.labels())
-            self.extra = self.labels
-        self.plans = _Plans(job, kind, self.extra)
+        self.labels: list[Any] = [] if kind == "gen" else job_labels(job, params)
+        extra = params.get("gen_field_replace_token", "") if kind == "gen" else self.labels
+        self.planner = RowPlanner(job, kind, extra, retrieved, rows=rows)
         self.shapes: dict[tuple[int, ...], list[_Shape]] = {}
         model = job.model
-        self.limit = model.max_seq_len if job.counts_tokens else None
-        self.count_tokens = model.count_tokens
-        self.compat = job.policy.compat
         self.gold = job.reader.output_column
         self.prefix = (b'{"dataset": ' + orjson.dumps(job.abbr) + b', "model": '
                        + orjson.dumps(model.abbr) + b', "mode": "' + kind.encode()
@@ -166,21 +141,20 @@ class Lines:
         found = self.shapes.get(key)
         if found is not None:
             return found
-        plans = self.plans.get(ids, row)
+        plans = self.planner.plans(ids, row)
         if plans is None:
             return None
         if not all(type(i) is int for i in key):
             return None
         ice = b', "ice_ids": [' + ", ".join(map(str, key)).encode() + b'], "prompt": '
         if self.kind == "gen":
-            shapes = [_shape(plans[0], ice, self.limit, self.count_tokens)]
+            shapes = [_shape(plans[0], ice)]
         else:
             try:
                 heads = [b', "label": ' + _label(label) + ice for label in self.labels]
             except (ValueError, TypeError, UnicodeEncodeError, orjson.JSONEncodeError):
                 return None  # the generic path names the label
-            shapes = [_shape(p, h, self.limit, self.count_tokens)
-                      for p, h in zip(plans, heads, strict=True)]
+            shapes = [_shape(p, h) for p, h in zip(plans, heads, strict=True)]
         if len(self.shapes) > 1_000:
             self.shapes.clear()
         self.shapes[key] = shapes
@@ -189,23 +163,13 @@ class Lines:
     # -- lines ----------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[bytes]:
-        job, retrieved, rows = self.job, self.retrieved, self.rows
-        span = range(len(retrieved)) if rows is None else rows
-        if span.step != 1:
-            source: Iterator[Mapping[str, Any]] = (job.rows.test[i] for i in span)
-        else:
-            source = iter_rows(job.rows.test, span.start, span.stop)
         tick = self.tick
-        same = retrieved.ids if isinstance(retrieved, Repeated) else None  # FixK, Zero
         last_ids: Any = None
         shapes: list[_Shape] | None = None
         block: list[bytes] = []
         done = lines = 0
-        for index in span:
-            job.row = index  # an error reading the row names it
-            row = next(source)
-            ids = retrieved[index] if same is None else same
-            if shapes is None or ids is not same and ids != last_ids:
+        for index, ids, row in self.planner.rows():
+            if shapes is None or ids is not last_ids and ids != last_ids:
                 last_ids, shapes = ids, self._shapes(ids, row)
             pieces = None if shapes is None else self._fast(shapes, index, row)
             if pieces is not None and shapes is not None:
@@ -242,17 +206,14 @@ class Lines:
                 orjson.dumps(gold) if type(gold) is str else _json(gold)) + b"}\n"
             idx = row.get("idx", index)
             head = self.prefix + b"%d, \"row\": %d" % (index, idx if type(idx) is int else index)
-            compat, limit = self.compat, self.limit
+            decide = self.planner.decide
             out: list[bytes] = []
             for shape in shapes:
                 if shape.values is not first.values:
                     values = shape.values(row)
                 rest = shape.rest % values
-                if compat and ("{" in rest or "}" in rest):
-                    return None  # OpenCompass re-fills values holding braces (D1)
-                if limit is not None and len(rest) > shape.budget and not self._within(
-                        shape, values, rest, limit):
-                    return None  # may drop examples: the generic path decides
+                if decide(shape.plan, values, rest) == GENERIC:
+                    return None
                 digest = shape.digest.copy()
                 digest.update(rest.encode())
                 out += (head, shape.head, orjson.dumps(rest)[1:], _SHA,
@@ -261,22 +222,11 @@ class Lines:
         except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError, KeyError):
             return None  # text with no UTF-8 form, NaN, no such column: the generic path names it
 
-    def _within(self, shape: _Shape, values: Sequence[Any], rest: str, limit: int) -> bool:
-        """The prompt's tokens are at most ``limit``."""
-        count = self.count_tokens
-        if count is whitespace_tokens:
-            return shape.plan.count_words([str(v) for v in values]) <= limit
-        return count(shape.plan.literals[0] + rest) <= limit
-
     def _generic(self, index: int, ids: Sequence[int]) -> list[bytes]:
         """The lines of one row through the generic record path."""
         job = self.job
-        if self.kind == "gen":
-            records = [gen_record(job, index, ids, self.extra)]
-        else:
-            records = ppl_row_records(job, index, ids, self.labels)
         out = []
-        for rec in records:
+        for rec in self.planner.generic(index, ids):
             obj = record_json(job.settle(rec))
             if obj.get("over_limit"):
                 self.over_limit += 1

@@ -1,19 +1,18 @@
-"""The plan stage: a dataset x model compiled once into literal text and row slots.
+"""Plans: a dataset x model's prompt compiled once into literal text and row slots.
 
-It sits between *assemble* and *render*. For one compile job, everything that does not
-depend on the test row -- the templates, the in-context block of one tuple of example ids,
-the meta template and the mode -- becomes a :class:`Plan`: literal text with a slot per
-inserted column. A test row then costs one fill (a ``%`` format of its values) instead of
-a template fill, a PromptList and a meta-template walk.
+For one compile job, everything that does not depend on the test row -- the templates, the
+in-context block of one tuple of example ids, the meta template and the mode -- becomes a
+:class:`Plan`: literal text with a slot per inserted column. A test row then costs one fill
+(a ``%`` format of its values) instead of a template fill, a PromptList and a meta-template
+walk.
 
 A plan is not a second implementation of the pipeline: the generic path
 (:mod:`.assemble.gen`, :mod:`.assemble.ppl`) builds and renders the prompt of a *probe*
 row whose every column holds a unique marker, and the markers' positions in the output are
 the slots. That is exact only where the generic path treats row values as opaque text;
 :func:`supports` (the job) and :func:`compile_plan` (the probe's output) decline everything
-else, which then goes through the generic path. Rows a plan does not cover go through the
-generic path one by one: in compat mode a row whose values contain braces (OpenCompass
-re-fills them, defect D1), and a row whose prompt exceeds ``max_seq_len`` (it drops examples).
+else, which then goes through the generic path. Which rows a plan serves is decided row by
+row in :mod:`.core`.
 
 To add an option to the generic path, make :func:`supports` decline it until a plan
 reproduces it (new :class:`~.model.Model` fields and job options are declined by default).
@@ -24,20 +23,19 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .assemble.base import Job, Record
-from .assemble.gen import gen_record
-from .assemble.ppl import ppl_row_records
-from .data.reader import iter_rows
-from .errors import PromptCompilerError
-from .model.spec import Model, whitespace_tokens
-from .promptlist import PromptList, RoleItem
-from .template.prompt_template import PromptTemplate
+from ..assemble.base import Job
+from ..assemble.gen import gen_record
+from ..assemble.ppl import ppl_row_records
+from ..errors import PromptCompilerError
+from ..model.spec import Model
+from ..promptlist import PromptList, RoleItem
+from ..template.prompt_template import PromptTemplate
 
-__all__ = ["Plan", "compile_plan", "gen_records", "ppl_records", "supports"]
+__all__ = ["Plan", "PlanCache", "compile_plan", "supports"]
 
 # Model fields a plan reproduces; any other field set away from its default declines.
 _PLAIN_MODEL_FIELDS = {"abbr", "parser", "meta", "max_seq_len", "batch_size", "count_tokens",
@@ -205,7 +203,7 @@ def _fixed_emptiness(prompt: PromptList, nonce: str) -> bool:
 # -- running plans over rows --------------------------------------------------------------
 
 
-class _Plans:
+class PlanCache:
     """Plans per tuple of example ids, compiled on a tuple's second use (a FixK or Zero
     job compiles one; a retriever giving every row its own ids never pays for probes)."""
 
@@ -237,94 +235,3 @@ class _Plans:
             self.plans.clear()
         self.plans[key] = plans
         return plans
-
-
-def _fill(job: Job, plans: list[Plan], row: Mapping[str, Any]
-          ) -> tuple[list[str], list[int | None]] | None:
-    """Prompts and token counts (when counted) of one row; None when the row needs the generic
-    path (compat re-fills values with braces; a prompt over ``max_seq_len`` drops examples)."""
-    filled = [(p, p.values(row)) for p in plans]
-    texts = [p.fill(v) for p, v in filled]
-    if job.policy.compat and any("{" in t or "}" in t for t in texts):
-        return None
-    if not job.counts_tokens:
-        return texts, [None] * len(texts)
-    count, limit = job.model.count_tokens, job.model.max_seq_len
-    fast = count is whitespace_tokens
-    counts: list[int | None] = []
-    for (plan, values), text in zip(filled, texts, strict=True):
-        n = plan.count_words(values) if fast else count(text)
-        if limit is not None and n > limit:
-            return None
-        counts.append(n)
-    return texts, counts
-
-
-def _rows(job: Job, retrieved: Sequence[Sequence[int]], rows: range | None
-          ) -> Iterator[tuple[int, Sequence[int], Mapping[str, Any]]]:
-    """(index, example ids, test row) for ``rows`` (by default all), rows read in order."""
-    span = range(len(retrieved)) if rows is None else rows
-    if span.step != 1:
-        for index in span:
-            yield index, retrieved[index], job.rows.test[index]
-        return
-    stream = iter_rows(job.rows.test, span.start, span.stop)
-    for index in span:
-        job.row = index  # an error reading the row names it
-        yield index, retrieved[index], next(stream)
-
-
-def gen_records(job: Job, retrieved: Sequence[Sequence[int]], *,
-                gen_field_replace_token: str = "", rows: range | None = None) -> Iterator[Record]:
-    """Gen records, through plans where they apply (byte-identical to the generic path)."""
-    if not supports(job, "gen"):
-        from .assemble.gen import gen_records as generic
-
-        yield from generic(job, retrieved, gen_field_replace_token=gen_field_replace_token,
-                           rows=rows)
-        return
-    plans = _Plans(job, "gen", gen_field_replace_token)
-    abbr, model_abbr = job.abbr, job.model.abbr
-    for index, ids, row in _rows(job, retrieved, rows):
-        found = plans.get(ids, row)
-        if found is not None:
-            job.row = index
-            done = _fill(job, found, row)
-            if done is not None:
-                ice = tuple(ids)
-                # lm models only: the rendered string is what the model receives
-                yield Record(dataset=abbr, model=model_abbr, mode="gen", index=index,
-                             prompt=done[0][0], rendered=done[0][0], ice_ids=ice,
-                             retrieved_ids=ice, token_len=done[1][0],
-                             token_len_full=done[1][0], gold=job.gold(index))
-                continue
-        yield gen_record(job, index, ids, gen_field_replace_token)
-
-
-def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *, labels: Sequence[Any],
-                normalizing_str: str | None = None, rows: range | None = None
-                ) -> Iterator[Record]:
-    """PPL records, through plans where they apply (byte-identical to the generic path)."""
-    if normalizing_str is not None or not supports(job, "ppl"):
-        from .assemble.ppl import ppl_records as generic
-
-        yield from generic(job, retrieved, labels=labels, normalizing_str=normalizing_str,
-                           rows=rows)
-        return
-    labels = list(labels)
-    plans = _Plans(job, "ppl", labels)
-    abbr, model_abbr = job.abbr, job.model.abbr
-    for index, ids, row in _rows(job, retrieved, rows):
-        found = plans.get(ids, row)
-        if found is not None:
-            job.row = index
-            done = _fill(job, found, row)
-            if done is not None:
-                ice = tuple(ids)
-                for label, text, n in zip(labels, *done, strict=True):
-                    yield Record(dataset=abbr, model=model_abbr, mode="ppl", index=index,
-                                 prompt=text, rendered=text, ice_ids=ice, retrieved_ids=ice,
-                                 label=label, token_len=n, token_len_full=n,
-                                 gold=job.gold(index))
-                continue
-        yield from ppl_row_records(job, index, ids, labels)
