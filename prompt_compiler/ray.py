@@ -205,7 +205,7 @@ def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> d
     from .compiler import Compiler
     from .data.reader import DatasetRows
     from .data.sources import attach_rows
-    from .planlines import plannable
+    from .plan import plannable
     from .suite import _pair_located
 
     try:
@@ -243,7 +243,7 @@ class CompileBatches:
         ray = require_ray()
         if isinstance(prepared, ray.ObjectRef):
             prepared = ray.get(prepared)
-        from .planlines import Lines
+        from .plan import Lines
 
         self.job, self.kind = prepared["job"], prepared["kind"]
         self.shots: _Shots = prepared["shots"]

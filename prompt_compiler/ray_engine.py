@@ -148,7 +148,7 @@ def _plan(pair: Any, data_dir: Path | None, mode: str, cpus: int, spans: bool
     (found here once); None for a pair compiled as one task."""
     from .compiler import Compiler
     from .data.sources import NotPeekable, attach_rows, peeking
-    from .planlines import plannable
+    from .plan import plannable
     from .ray import _Shots
 
     try:
