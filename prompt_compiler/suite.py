@@ -593,7 +593,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
     ``vllm``, ``openai-batch`` (files of at most ``batch_lines`` lines and ``batch_bytes``
     bytes, by default the Batch API's 50,000 and 200 MB) or ``parquet``
-    (:mod:`prompt_compiler.emit.formats`).
+    (:mod:`prompt_compiler.emit.formats`). With ``out=None`` only the records are compiled
+    and checked.
 
     ``out`` is replaced as a whole (see :mod:`prompt_compiler.emit.outdir`): afterwards it
     holds exactly the files the manifest lists, or, if anything fails, what it held

@@ -423,3 +423,16 @@ models:
     assert line["url"] == "/v1/completions"
     assert line["body"]["prompt"] == [128000, 791, 8415, 7731]
     _check_batch(line)
+
+
+def test_write_parquet_takes_record_objects(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    from prompt_compiler.emit.formats import write_parquet
+
+    rec = pc.Record(dataset="d", model="m", mode="gen", index=0, prompt="Q: hi\nA:", gold="x")
+    digest = write_parquet([rec], tmp_path / "t.parquet")
+    assert digest == _sha(tmp_path / "t.parquet")
+    (row,) = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    assert (row["dataset"], row["prompt"], row["gold"], row["ice_ids"]) == ("d", "Q: hi\nA:",
+                                                                             "x", [])
+    assert row["prompt_sha256"] == hashlib.sha256(b"Q: hi\nA:").hexdigest()

@@ -252,15 +252,22 @@ def _unusable(pa: Any, tp: Any) -> bool:
     return False
 
 
-def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> str:
-    """Write record objects (or any flat dicts) to a Parquet file; returns its sha256.
+def write_parquet(rows: Iterable[Any], path: str | os.PathLike[str]) -> str:
+    """Write records to a Parquet file; returns its sha256.
+
+    ``rows``: :class:`~prompt_compiler.assemble.base.Record` objects (written as their JSON
+    objects, :func:`~prompt_compiler.emit.records.record_json`), record objects as read from
+    a records file, or any flat dicts.
 
     The bytes depend only on the rows and the pyarrow version: fixed writer options
     (zstd level 3, dictionary encoding, statistics, 65,536-row groups, format 2.6), no
     timestamps and no pandas metadata.
     """
     pa = _pyarrow()
-    table = parquet_table(rows)
+    from ..assemble.base import Record
+    from .records import record_json
+
+    table = parquet_table(record_json(r) if isinstance(r, Record) else r for r in rows)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     pa.parquet.write_table(table, target, row_group_size=65_536, compression="zstd",
