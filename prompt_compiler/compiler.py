@@ -72,6 +72,25 @@ _MODEL_LOOP_WHY = {
 }
 
 
+def _template_arguments(kind: str, params: Mapping[str, Any], takes: tuple[str, ...],
+                        ours: tuple[str, ...], where: str) -> None:
+    """The keys of a template config, as OpenCompass 0.5.4's class takes them as arguments
+    (its first parameter required): another key or a missing first one is its TypeError."""
+    from .errors import TemplateTypeError
+
+    unknown = [str(k) for k in params if k not in takes and k not in ours]
+    if unknown:
+        why = f"got an unexpected keyword argument '{unknown[0]}'"
+    elif takes[0] not in params:
+        why = f"missing 1 required positional argument: '{takes[0]}'"
+    else:
+        return
+    raise TemplateTypeError(
+        f"{kind} takes {', '.join(takes + ours)}; "
+        + (f"unexpected: {', '.join(unknown)}" if unknown else f"{takes[0]!r} is missing"),
+        key_path=where, reference=("TypeError", f"{kind}.__init__() {why}"))
+
+
 def _check_scoring(model: Model, inferencer: str, compat: bool) -> None:
     """Compat mode: OpenCompass 0.5.4 cannot score with this model class, so it raises (its
     exception attached). The default mode compiles the prompts (docs/errors.md)."""
@@ -211,18 +230,14 @@ class Compiler:
         kind = type_name(cfg.get("type", "PromptTemplate"))
         params = {k: v for k, v in cfg.items() if k != "type"}
         if kind == "PromptTemplate":
-            unknown = set(params) - {"template", "ice_token", "sep_token", "engine"}
-            if unknown or "template" not in params:
-                raise ConfigError(
-                    "PromptTemplate takes template, ice_token, sep_token and engine"
-                    + (f"; unexpected: {', '.join(sorted(map(str, unknown)))}" if unknown else
-                       "; 'template' is missing"), key_path=where)
+            _template_arguments(kind, params, ("template", "ice_token", "sep_token"),
+                                ("engine",), where)
             return PromptTemplate(params["template"], params.get("ice_token"),
                                   params.get("sep_token"),
                                   where=f"{where}.template", engine=params.get("engine", "format"))
         if kind == "RawPromptTemplate":
-            if "messages" not in params:
-                raise ConfigError("RawPromptTemplate needs 'messages'", key_path=where)
+            _template_arguments(kind, params, ("messages", "format_variables", "ice_token"), (),
+                                where)
             return RawPromptTemplate.build(params["messages"], params.get("format_variables", True),
                                            params.get("ice_token", "</E>"), where=where)
         if kind in ("OlympiadBenchTemplate", "OlympiadBenchRawTemplate"):

@@ -12,6 +12,7 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
     ├── DataError (ValueError)                rows, files, columns
     │   └── MissingFieldError (KeyError)      a column the template or reader needs is absent
     ├── TemplateError (ValueError)            a prompt template is malformed
+    │   ├── TemplateTypeError (TypeError)     a template built with wrong types or arguments
     │   ├── TemplateSyntaxError               a Jinja2 template does not parse
     │   ├── MissingTokenError (LookupError)   ice_token declared but absent / required
     │   └── LabelError (KeyError)             a label is not a key of the label dict
@@ -55,6 +56,7 @@ __all__ = [
     "SectionError",
     "TemplateError",
     "TemplateSyntaxError",
+    "TemplateTypeError",
     "UnexpectedKeyError",
     "UnknownRoleError",
     "UnsupportedError",
@@ -169,6 +171,11 @@ class MissingFieldError(DataError, KeyError):
 
 class TemplateError(PromptCompilerError, ValueError):
     """A prompt template is malformed."""
+
+
+class TemplateTypeError(TemplateError, TypeError):
+    """A template built with arguments of the wrong type, or arguments its OpenCompass class
+    does not take (a ``TypeError`` there, e.g. ``PromptTemplate(prompt=...)``)."""
 
 
 class TemplateSyntaxError(TemplateError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -209,7 +211,13 @@ API_META = MetaTemplate.parse({
 @BOTH
 def test_api_drops_strings_and_merges_same_roles(policy):
     pl = PL(BB, "dropped", H("sys"), BE, "also dropped", RB, H("q"), B(""), RE)
-    assert render_api(pl, API_META, "gen", policy) == [{"role": "HUMAN", "prompt": "sys\nq"}]
+    # OpenCompass's APITemplateParser warns, with these words, as it drops them
+    with pytest.warns(UserWarning, match=r"^Non-empty string in prompt template will be ignored "
+                      r"in API models\.$"):
+        assert render_api(pl, API_META, "gen", policy) == [{"role": "HUMAN", "prompt": "sys\nq"}]
+    with warnings.catch_warnings():  # blank strings are dropped silently
+        warnings.simplefilter("error")
+        render_api(PL(RB, " \n", H("q"), RE), API_META, "gen", policy)
 
 
 @BOTH

@@ -9,14 +9,27 @@ same role are merged with ``'\\n'``.
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import MetaTemplateError, RenderError
+from ..errors import MetaTemplateError, PromptCompilerWarning, RenderError
 from ..policy import Policy
 from ..promptlist import PromptList
 from .lm import join_plain
-from .meta import Dialogue, MetaTemplate, RoleText, lookup, merge_roles, split_rounds, walk
+from .meta import (
+    Dialogue,
+    MetaTemplate,
+    RoleText,
+    Text,
+    lookup,
+    merge_roles,
+    split_rounds,
+    walk,
+)
+
+DROPPED_STRING = "Non-empty string in prompt template will be ignored in API models."
+"""OpenCompass 0.5.4's warning (``APITemplateParser``) for a bare string it drops."""
 
 __all__ = ["ApiPrompt", "DEFAULT_CHAT_META", "is_message_list", "prompt_text", "render_api"]
 
@@ -93,7 +106,10 @@ def render_api(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy
     parts: list[Any] = []
     generate = True
     for event in walk(prompt):
-        if isinstance(event, RoleText):
+        if isinstance(event, Text):
+            if event.text.strip():  # OpenCompass's APITemplateParser warns (a UserWarning)
+                warnings.warn(PromptCompilerWarning(DROPPED_STRING), stacklevel=2)
+        elif isinstance(event, RoleText):
             table = merge_roles(meta, [event.item])
             # OpenCompass lets a begin/end item stop generation in gen mode (D14).
             for_gen = mode == "gen" and not policy.fixes("D14")

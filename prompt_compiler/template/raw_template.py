@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TemplateError
+from ..errors import TemplateError, TemplateTypeError
 from ..policy import Policy
 from .fill import RowValues
 from .oc_ops import fill_text
@@ -36,31 +36,29 @@ class RawPromptTemplate:
     @classmethod
     def build(cls, messages: Sequence[Any], format_variables: bool = True,
               ice_token: str | None = "</E>", *, where: str = "template") -> RawPromptTemplate:
+        # OpenCompass 0.5.4's own wording (RawPromptTemplate._validate_messages), and its
+        # exception classes: TypeError for a wrong type, ValueError for a wrong message.
         if not isinstance(messages, (list, tuple)):
-            raise TemplateError(
-                f"messages must be a list, got {type(messages).__name__}",
-                key_path=f"{where}.messages",
-                reference=("TypeError", f"messages must be a list, got {type(messages)}"))
+            text = f"messages must be a list, got {type(messages)}"
+            raise TemplateTypeError(text, key_path=f"{where}.messages",
+                                    reference=("TypeError", text))
         for i, msg in enumerate(messages):
             path = f"{where}.messages[{i}]"
             if isinstance(msg, str):
                 continue
             if not isinstance(msg, Mapping):
-                raise TemplateError(
-                    f"a message must be a dict or str, got {msg!r}", key_path=path,
-                    reference=("TypeError", f"messages[{i}] must be a dict, got {type(msg)}"))
+                text = f"messages[{i}] must be a dict or str, got {type(msg)}"
+                raise TemplateTypeError(text, key_path=path, reference=("TypeError", text))
             if "expand_column" in msg:
                 continue
             for key in ("role", "content"):
                 if key not in msg:
-                    raise TemplateError(
-                        f"message is missing its {key!r} key", key_path=path,
-                        reference=("ValueError", f"messages[{i}] missing '{key}' key"))
+                    text = f"messages[{i}] missing '{key}' key"
+                    raise TemplateError(text, key_path=path, reference=("ValueError", text))
             if msg["role"] not in _RAW_ROLES:
-                raise TemplateError(
-                    f"invalid role {msg['role']!r}; expected one of {', '.join(_RAW_ROLES)}",
-                    key_path=path,
-                    reference=("ValueError", f"messages[{i}] has invalid role: {msg['role']}"))
+                text = f"messages[{i}] has invalid role: {msg['role']}"
+                raise TemplateError(f"{text} (expected one of {', '.join(_RAW_ROLES)})",
+                                    key_path=path, reference=("ValueError", text))
         return cls(tuple(copy.deepcopy(list(messages))), format_variables, ice_token, where)
 
     kind = "raw"
