@@ -25,6 +25,7 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
     │   ├── ScoringNotImplementedError        the model class cannot score (NotImplementedError)
     │   └── ScoringMethodMissingError         the model class lacks the method (AttributeError)
     ├── LimitError (ValueError)               an input over a size limit (prompt_compiler.limits)
+    ├── WorkerError (RuntimeError)            a --jobs worker died while compiling a pair
     └── OutputError (OSError)                 the output folder cannot be locked, written, replaced
 
 In ``compat="opencompass"`` mode, where OpenCompass itself raises, this project raises
@@ -60,6 +61,7 @@ __all__ = [
     "UnexpectedKeyError",
     "UnknownRoleError",
     "UnsupportedError",
+    "WorkerError",
 ]
 
 _LOCATION_FIELDS = ("config_path", "dataset", "model", "key_path", "row")
@@ -241,6 +243,11 @@ class ScoringMethodMissingError(UnsupportedError, AttributeError):
 class PromptCompilerWarning(UserWarning):
     """Something a user should know that does not stop the compile (e.g. a dropped
     system message); the CLI prints it as ``compile-prompts: warning: ...``."""
+
+
+class WorkerError(PromptCompilerError, RuntimeError):
+    """A ``--jobs`` worker process died (killed, out of memory) while compiling a pair; the
+    message names the pair and how the process ended."""
 
 
 class OutputError(PromptCompilerError, OSError):

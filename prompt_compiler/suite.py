@@ -762,7 +762,8 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
     its first range itself, straight into the pair's file; the workers' parts are appended."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .workers import init_worker, stop_workers
+    from .interrupts import deferred
+    from .workers import Watch, init_worker, labelled, result, stop_workers
 
     staging = writer.staging
     split = [_row_ranges(pair, data_dir, mode, jobs, spans) for pair in pairs]
@@ -775,26 +776,35 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
     try:
         with ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
                                  initargs=(os.getpid(),)) as pool:
+            watch = Watch(pool, str(staging))
             try:
-                for key, (pair, (ranges, _)) in enumerate(zip(pairs, split, strict=True)):
-                    if len(ranges) == 1:
-                        one = (pair, data_dir, mode, staging, writer.shown, spans, None,
-                               pair.out_name, strict)
-                        tasks.append([(pair.out_name, pool.submit(_compile_one, one))])
-                        continue
-                    named = [(f"{pair.out_name}.part{k}", rows) for k, rows in enumerate(ranges)]
-                    tasks.append([(rel, pool.submit(_compile_range, (key, (
-                        pair, data_dir, mode, staging, writer.shown, spans, rows, rel, strict))))
-                        for rel, rows in named[1:]])
+                with deferred():  # forks, and the pool's locks: no stop signal in between
+                    for key, (pair, (ranges, _)) in enumerate(zip(pairs, split, strict=True)):
+                        label = f"dataset {pair.dataset.abbr!r} x model {pair.model.abbr!r}"
+                        if len(ranges) == 1:
+                            one = (pair, data_dir, mode, staging, writer.shown, spans, None,
+                                   pair.out_name, strict)
+                            tasks.append([(pair.out_name, pool.submit(
+                                labelled, str(staging), label, _compile_one, one))])
+                            continue
+                        named = [(f"{pair.out_name}.part{k}", rows)
+                                 for k, rows in enumerate(ranges)]
+                        tasks.append([(rel, pool.submit(labelled, str(staging), label + (
+                            f" (rows {rows.start}-{rows.stop - 1})" if rows else ""),
+                            _compile_range, (key, (pair, data_dir, mode, staging, writer.shown,
+                                                   spans, rows, rel, strict))))
+                            for rel, rows in named[1:]])
+                    watch.start()
                 for key, (pair, parts) in enumerate(zip(pairs, tasks, strict=True)):
                     if progress:
                         progress(key, len(pairs), pair)
                     ranges = split[key][0]
                     if len(ranges) == 1:
-                        count, digest, over = parts[0][1].result()
+                        count, digest, over = result(parts[0][1], watch)
                     else:
                         count, digest, over = _join(pair, key, ranges[0], parts, data_dir,
-                                                     mode, staging, writer.shown, spans, strict)
+                                                     mode, staging, writer.shown, spans, strict,
+                                                     lambda fut: result(fut, watch))
                     writer.adopt(pair.out_name)
                     counts = _Counts()
                     counts.count, counts.over_limit = count, over
@@ -808,7 +818,7 @@ def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str,
 
 def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]],
           data_dir: Path | None, mode: str, staging: Path, shown: str, spans: bool,
-          strict: bool) -> tuple[int, str, int]:
+          strict: bool, wait: Callable[[Any], Any]) -> tuple[int, str, int]:
     """A split pair's file: its first range compiled here, then the workers' parts appended
     in order (deleted once appended); (lines, sha256, lines over the limit)."""
     counts = _Counts()
@@ -823,7 +833,7 @@ def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]
     def appended() -> Iterator[Path]:
         totals[:] = [counts.count, counts.over_limit]  # the first range is written by now
         for rel, fut in parts:
-            n, _, n_over = fut.result()  # the first failing range raises
+            n, _, n_over = wait(fut)  # the first failing range raises
             totals[0] += n
             totals[1] += n_over
             yield staging / on_disk(rel)

@@ -34,6 +34,8 @@ import os
 import re
 import sys
 
+from . import signals
+
 __all__ = ["SUBCOMMANDS", "json_text", "main", "one_line"]
 
 SUBCOMMANDS: dict[str, str] = {
@@ -116,10 +118,21 @@ _AGAIN = "PROMPT_COMPILER_UTF8_AGAIN"
 
 def main(argv: list[str] | None = None) -> int:
     """The ``compile-prompts`` entry point."""
-    if argv is None:
+    command = argv is None
+    if command:
         _utf8_mode_under_the_c_locale()
     argv = list(sys.argv[1:] if argv is None else argv)
     _escape_unencodable()
+    status = _main(argv)
+    if command and signals.stopped():  # no pool teardown or shutdown after a stop signal
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _main(argv: list[str]) -> int:
     module = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
         if module is not None:

@@ -20,15 +20,15 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from .. import limits
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
 from . import json_text, one_line
+from .signals import Stopped, reported, stopping
 
-__all__ = ["quiet_warnings", "run", "warnings_to_stderr"]
+__all__ = ["Stopped", "quiet_warnings", "run", "warnings_to_stderr"]
 
 _MODES = {"compat": "opencompass", "opencompass": "opencompass", "default": "default"}
 
@@ -179,35 +179,6 @@ class _Progress:
             self._task = None
 
 
-class Stopped(BaseException):
-    """A stop signal arrived; unwinds like KeyboardInterrupt so staging is removed."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise Stopped(signum)
-
-
-@contextlib.contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """SIGINT/SIGTERM/SIGHUP raise :class:`Stopped` in the main thread while the run lasts."""
-    names = ("SIGINT", "SIGTERM", "SIGHUP")
-    sigs = [getattr(signal, n) for n in names if hasattr(signal, n)]
-    try:
-        old = {s: signal.signal(s, _stop) for s in sigs}
-    except ValueError:  # not the main thread (a library caller): leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
 def _arguments(args: argparse.Namespace) -> dict[str, object]:
     """The arguments that shape the output, for the manifest (unset ones left out)."""
     given = {"model": args.model, "models": args.models, "only": args.only,
@@ -232,7 +203,7 @@ def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0 or (args.limit is not None and args.limit < 0):
         _parser().error("--jobs must be >= 1, and --show and --limit >= 0")
-    with _stop_on_signals(), warnings_to_stderr():
+    with stopping(), warnings_to_stderr():
         return _run(args)
 
 
@@ -300,10 +271,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     except (Stopped, KeyboardInterrupt) as stop:
         progress.done()
-        signum = stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT)
-        name = signal.Signals(signum).name
-        print(f"compile-prompts: stopped by {name}", file=sys.stderr)
-        return 128 + signum
+        return reported(stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT))
     progress.done()
     if args.json:
         print(json_text(manifest))

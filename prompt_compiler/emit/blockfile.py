@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import OutputError
+from ..interrupts import deferred
 
 __all__ = ["BlockFile", "os_error", "os_errors", "write_blocks"]
 
@@ -84,12 +85,14 @@ class BlockFile:
     def write(self, block: bytes) -> None:
         """Queue ``block`` (whole lines) to be written."""
         self._check()
-        self._queue.put(block)
+        with deferred():  # a stop signal inside put() could leave the queue's lock taken
+            self._queue.put(block)
 
     def append(self, part: Path) -> None:
         """Queue the whole file ``part`` to be appended (and deleted afterwards)."""
         self._check()
-        self._queue.put(part)
+        with deferred():
+            self._queue.put(part)
 
     def close(self) -> str:
         """Write what is queued, close the file and return its sha256 (``""`` when the
@@ -107,8 +110,10 @@ class BlockFile:
             os.close(self._fd)
 
     def _finish(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
+        with deferred():  # the thread is told to stop and joined, whatever arrives meanwhile
+            if self._thread.is_alive():
+                self._queue.put(None)
+                self._thread.join()
 
     def _check(self) -> None:
         if self._failed:

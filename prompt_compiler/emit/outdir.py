@@ -343,12 +343,13 @@ class OutputDir:
         """
         if self._lock_fd is not None or not self._parent.is_dir():
             return
-        try:
-            self._open_parent()
-            self._lock()
-            self._recover()
-        finally:
-            self._release()
+        with _signals_held():  # a stop signal now would leave the lock file behind
+            try:
+                self._open_parent()
+                self._lock()
+                self._recover()
+            finally:
+                self._release()
 
     def open(self) -> OutputDir:
         """Lock OUT, recover what dead runs left, check OUT may be replaced, make staging."""
@@ -359,20 +360,21 @@ class OutputDir:
                               hint="give a folder to create or replace, e.g. -o out")
         self._make_parent()
         self._check_link()
-        try:
-            self._open_parent()
-            self._lock()
-            self._recover()
-            self._check_ancestors()
-            self._mode = self._check_target()
-            if self._mode is None:
-                umask = os.umask(0o022)
-                os.umask(umask)
-                self._mode = 0o777 & ~umask
-            self._make_staging()
-        except BaseException:
-            self._release()
-            raise
+        with _signals_held():  # a stop signal takes effect once the lock and staging are held
+            try:
+                self._open_parent()
+                self._lock()
+                self._recover()
+                self._check_ancestors()
+                self._mode = self._check_target()
+                if self._mode is None:
+                    umask = os.umask(0o022)
+                    os.umask(umask)
+                    self._mode = 0o777 & ~umask
+                self._make_staging()
+            except BaseException:
+                self._release()
+                raise
         return self
 
     def _make_parent(self) -> None:
@@ -701,18 +703,18 @@ class OutputDir:
                         leftover = self._old_name
             self._staging = None
             self._files.clear()
-        _hook("after-swap")
-        if leftover is not None:
-            try:
-                self._remove_if_made(leftover, {(m[0], m[1]) for m in self._record["made"]})
-            except OSError as exc:  # the new OUT is in place; the next run retries the removal
-                warnings.warn(PromptCompilerWarning(
-                    f"cannot remove the previous output {self._parent / leftover}: "
-                    f"{exc.strerror or exc}; the next run into this folder removes it"),
-                    stacklevel=3)
-                self._keep_lock = True  # the lock file and its record, for that run
-        self._check_in_place()
-        self._release()
+            _hook("after-swap")
+            if leftover is not None:  # removed whole, with the lock, whatever arrives meanwhile
+                try:
+                    self._remove_if_made(leftover, {(m[0], m[1]) for m in self._record["made"]})
+                except OSError as exc:  # the new OUT is in place; the next run retries
+                    warnings.warn(PromptCompilerWarning(
+                        f"cannot remove the previous output {self._parent / leftover}: "
+                        f"{exc.strerror or exc}; the next run into this folder removes it"),
+                        stacklevel=3)
+                    self._keep_lock = True  # the lock file and its record, for that run
+            self._check_in_place()
+            self._release()
 
     def _names(self, a: str, b: str) -> tuple[str, str]:
         return self._at(a)[0], self._at(b)[0]
@@ -734,11 +736,12 @@ class OutputDir:
 
     def abort(self) -> None:
         """Delete the staging folder (OUT stays as it was) and release the lock."""
-        staging, self._staging = self._staging, None
-        self._files.clear()
-        try:
-            if staging is not None and self._staging_id is not None:
-                with contextlib.suppress(OSError):
-                    self._remove_if_made(staging.name, {self._staging_id})
-        finally:
-            self._release()
+        with _signals_held():  # removed whole, with the lock, whatever arrives meanwhile
+            staging, self._staging = self._staging, None
+            self._files.clear()
+            try:
+                if staging is not None and self._staging_id is not None:
+                    with contextlib.suppress(OSError):
+                        self._remove_if_made(staging.name, {self._staging_id})
+            finally:
+                self._release()

@@ -1,0 +1,154 @@
+"""Signals at random moments of a run, and workers that die (issue 20).
+
+A run of ``python -m prompt_compiler`` (``--jobs 1`` and ``--jobs 2``) over a dataset that
+takes about a second is sent SIGTERM, SIGINT or SIGHUP at a seeded random moment, from its
+start-up imports to its exit. Every trial must end with the signal's exit status and
+exactly one line on stderr (or, if the run finished first, status 0 and nothing), never a
+traceback, and OUT must be the complete old output or the complete new one. A worker
+killed by SIGKILL or SIGTERM ends the run with one line naming the pair it held.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists() or os.name != "posix",
+                                reason="POSIX signals and Linux /proc")
+
+ROWS = 40_000
+DATASET = """\
+  - abbr: {abbr}
+    reader_cfg: {{input_columns: [question], output_column: answer}}
+    infer_cfg:
+      prompt_template: {{type: PromptTemplate, template: "{head}: {{question}}\\nA:"}}
+      retriever: {{type: ZeroRetriever}}
+      inferencer: {{type: GenInferencer}}
+    path: {path}
+"""
+
+
+def config(path: str, heads: list[str]) -> str:
+    return ("datasets:\n" + "".join(DATASET.format(abbr=f"d{i}", head=h, path=path)
+                                    for i, h in enumerate(heads))
+            + "models:\n  - {abbr: m1, renderer: lm, meta_template: null}\n"
+            + "  - {abbr: m2, renderer: lm, meta_template: null}\n")
+
+
+def env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("PROMPT_COMPILER_TEST")}
+
+
+def start(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "prompt_compiler", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file() or p.is_symlink()}
+
+
+def beside(folder: Path) -> list[str]:
+    return sorted(n for n in os.listdir(folder.parent) if n.startswith(f".{folder.name}."))
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes],
+                                                           dict[str, bytes], float]:
+    """(folder with old.yaml and new.yaml, the old output, the new output, a run's seconds)."""
+    root = tmp_path_factory.mktemp("signals")
+    with open(root / "rows.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(ROWS):
+            fh.write(json.dumps({"question": f"what is {i} plus {i}? " * 3, "answer": str(i)})
+                     + "\n")
+    (root / "small.jsonl").write_text('{"question": "q", "answer": "a"}\n', encoding="utf-8")
+    (root / "old.yaml").write_text(config("small.jsonl", ["Old"]), encoding="utf-8")
+    (root / "new.yaml").write_text(config("rows.jsonl", ["Q", "Question"]), encoding="utf-8")
+    outputs = []
+    took = 0.0
+    for name in ("old", "new"):
+        begun = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "prompt_compiler", f"{name}.yaml", "-o",
+                              f"ref-{name}"], cwd=root, capture_output=True, text=True,
+                             timeout=120, env=env())
+        took = time.monotonic() - begun
+        assert run.returncode == 0, run.stderr
+        outputs.append(files(root / f"ref-{name}"))
+    return root, outputs[0], outputs[1], took
+
+
+def _copy(src: dict[str, bytes], dst: Path) -> None:
+    for rel, data in src.items():
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dst / rel).write_bytes(data)
+
+
+SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
+
+
+def test_signals_at_random_moments_end_cleanly(big: tuple[Path, dict[str, bytes],
+                                                           dict[str, bytes], float]) -> None:
+    root, old, new, took = big
+    rng = random.Random(20)
+    trials = int(os.environ.get("SIGNAL_TRIALS", "10"))
+    deadline = time.monotonic() + 6 * trials + 30
+    for trial in range(trials):
+        out = root / f"out{trial}"
+        _copy(old, out)
+        sig = SIGNALS[trial % 3]
+        jobs = "2" if trial % 2 else "1"
+        delay = rng.uniform(0.0, took * 1.1)
+        proc = start("new.yaml", "-o", out.name, "--jobs", jobs, cwd=root)
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        what = f"trial {trial}: {sig.name} after {delay:.2f}s, --jobs {jobs}: {err!r}"
+        assert "Traceback" not in err, what
+        if proc.returncode == 0:  # it had finished
+            assert err == "", what
+        elif proc.returncode == -sig:  # before Python ran a line of the package
+            assert err == "", what
+        else:
+            assert proc.returncode == 128 + sig, what
+            assert err == f"compile-prompts: stopped by {sig.name}\n", what
+        assert files(out) in (old, new), what
+        assert beside(out) == [], what
+        assert time.monotonic() < deadline, "the trials must stay bounded"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_dead_worker_is_one_line_naming_its_pair(
+        big: tuple[Path, dict[str, bytes], dict[str, bytes], float], sig: signal.Signals) -> None:
+    root, old, _, _ = big
+    out = root / f"dead-{sig.name}"
+    _copy(old, out)
+    proc = start("new.yaml", "-o", out.name, "--jobs", "2", cwd=root)
+    end = time.monotonic() + 30
+    busy: list[int] = []  # workers holding a task: each leaves .worker-<pid> in staging
+    while not busy:
+        assert time.monotonic() < end and proc.poll() is None, "no worker started a task"
+        busy = [int(p.name.split("-")[1]) for p in root.glob(f".{out.name}.*/.worker-*")
+                if p.name.split("-")[1].isdigit()]
+        time.sleep(0.01)
+    workers = busy
+    os.kill(workers[0], sig)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the worker had finished its work before the signal")
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(f"compile-prompts: error: a worker process (pid {workers[0]}) died "
+                          f"(killed by {sig.name}) while compiling dataset 'd"), err
+    assert "' x model 'm" in err and err.endswith("; the output folder is unchanged (hint: out of "
+                                                 "memory or killed from outside? run again, or "
+                                                 "with --jobs 1)\n"), err
+    assert files(out) == old and beside(out) == []
