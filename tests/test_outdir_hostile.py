@@ -324,7 +324,8 @@ def test_a_run_into_p_while_a_run_into_p_child_is_writing_fails(
     slow_rows(folder)
     (folder / "slow.yaml").write_text(suite_yaml(path="rows.jsonl"), encoding="utf-8")
     b = subprocess.Popen([sys.executable, "-m", "prompt_compiler", "slow.yaml", "-o", "p/child"],
-                         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PROMPT_COMPILER_READ_PIPES": "1"})
     try:
         held_mid_run(folder / "p", b)
         line = error_line(cli("c.yaml", "-o", "p", "--overwrite-foreign", cwd=folder))
@@ -348,7 +349,8 @@ def test_a_run_into_p_started_before_p_child_fails_at_its_commit(
     slow_rows(folder)
     (folder / "slow.yaml").write_text(suite_yaml(path="rows.jsonl"), encoding="utf-8")
     a = subprocess.Popen([sys.executable, "-m", "prompt_compiler", "slow.yaml", "-o", "p"],
-                         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PROMPT_COMPILER_READ_PIPES": "1"})
     try:
         held_mid_run(folder, a)
         b = cli("c.yaml", "-o", "p/child", cwd=folder)
