@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -335,10 +336,13 @@ class Model:
         if self.chat_template is not None:
             # A reply prefix is the last (assistant) message, left open for the model.
             prefill = mode == "gen" and self.assistant_prefix is not None
-            return self.chat_template.render(
-                messages, add_generation_prompt=mode == "gen" and not prefill,
-                continue_final_message=prefill, tools=self.tools, documents=self.documents,
-                **self.template_kwargs)
+            try:
+                return self.chat_template.render(
+                    messages, add_generation_prompt=mode == "gen" and not prefill,
+                    continue_final_message=prefill, tools=self.tools, documents=self.documents,
+                    **self.template_kwargs)
+            except PromptCompilerError as err:
+                raise _chat_template_located(err) from None
         from ..api_formats import format_chat
 
         return format_chat(str(self.api_format), messages)
@@ -406,6 +410,22 @@ class Model:
             return _chat_token_len(template, counter, messages)
         except TypeError:  # unhashable content (multimodal blocks): count without the cache
             return _chat_token_len.__wrapped__(template, counter, messages)
+
+
+_UNDEFINED_TOKEN = re.compile(r"'(\w+_token)' is undefined")
+
+
+def _chat_template_located(err: PromptCompilerError) -> PromptCompilerError:
+    """A chat template's render error at the model's ``chat_template`` key; a special token
+    the template lacks gets the hint that the model's tokenizer supplies them."""
+    if err.key_path is None or err.key_path.startswith("chat_template"):
+        err.key_path = "model." + (err.key_path or "chat_template")
+    missing = _UNDEFINED_TOKEN.search(err.message)
+    if missing and err.hint is None:
+        err.hint = (f"the template reads the tokenizer's {missing.group(1)}: give the model a "
+                    "tokenizer (a folder with tokenizer_config.json), as transformers renders "
+                    "a template with its tokenizer's special tokens")
+    return err
 
 
 def _with_prefix(rendered: Any, prefix: str, lm: bool) -> Any:
