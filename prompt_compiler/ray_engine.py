@@ -105,21 +105,42 @@ def _chdir(cwd: str) -> None:
         os.chdir(cwd)
 
 
+def _emit(blocks: Iterator[bytes], target: tuple[str, str], shown: str
+          ) -> tuple[bytes | None, str]:
+    """Write ``blocks`` to ``target`` (the run's staging folder, a file name in it) when
+    that folder is on this node: (None, sha256); else return them: (the bytes, "")."""
+    if os.path.isdir(target[0]):
+        from .emit.outdir import BlockFile
+
+        out = BlockFile(Path(target[0], target[1]), shown=shown)
+        try:
+            for block in blocks:
+                out.write(block)
+        except BaseException:
+            out.abort()
+            raise
+        return None, out.close()
+    return b"".join(blocks), ""
+
+
 def _whole_pair(cwd: str, pair: Any, data_dir: Path | None, mode: str, spans: bool,
-                strict: bool) -> tuple[bytes, int, int]:
-    """Task: one pair, as the local engine compiles it (its lines, count, over_limit)."""
+                strict: bool, target: tuple[str, str], shown: str
+                ) -> tuple[bytes | None, int, int, str]:
+    """Task: one pair, as the local engine compiles it: (its lines, or None when written to
+    ``target``; the line count; lines over_limit; sha256 when written)."""
     from .suite import _Counts, pair_lines
 
     _chdir(cwd)
     counts = _Counts()
-    data = b"".join(pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
-                               strict=strict))
-    return data, counts.count, counts.over_limit
+    data, digest = _emit(pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
+                                    strict=strict), target, shown)
+    return data, counts.count, counts.over_limit, digest
 
 
 def _range(cwd: str, pair: Any, data_dir: Path | None, mode: str, rows: range, shots: Any,
-           ids: Sequence[Any] | None) -> tuple[bytes, int, int]:
-    """Task: one row range of a planned pair (its lines, count, over_limit)."""
+           ids: Sequence[Any] | None, target: tuple[str, str], shown: str
+           ) -> tuple[bytes | None, int, int, str]:
+    """Task: one row range of a planned pair (as :func:`_whole_pair`)."""
     from .ray import _Offset
     from .suite import _Counts, _Prepared, _prepared_lines
 
@@ -138,8 +159,9 @@ def _range(cwd: str, pair: Any, data_dir: Path | None, mode: str, rows: range, s
 
             raise _pair_located(pair, err) from None
     counts = _Counts()
-    data = b"".join(_prepared_lines(pair, _Prepared(job, kind, params, retrieved), rows, counts))
-    return data, counts.count, counts.over_limit
+    data, digest = _emit(_prepared_lines(pair, _Prepared(job, kind, params, retrieved), rows,
+                                         counts), target, shown)
+    return data, counts.count, counts.over_limit, digest
 
 
 def _plan(pair: Any, data_dir: Path | None, mode: str, cpus: int, spans: bool
@@ -182,14 +204,18 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
     pair's file into ``writer`` and its manifest entry into ``outputs``."""
     import ray
 
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+    from .emit.names import on_disk
     from .suite import _Counts
 
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair)
     part = ray.remote(max_retries=3, retry_exceptions=False)(_range)
     plans = [_plan(pair, data_dir, mode, cpus, spans) for pair in pairs]
+    staging, cwd = writer.staging, os.getcwd()
     # small pairs all start at once; a large pair's ranges stream through a window
-    singles = {k: whole.remote(os.getcwd(), pair, data_dir, mode, spans, strict)
+    singles = {k: whole.remote(cwd, pair, data_dir, mode, spans, strict,
+                               (str(staging), on_disk(pair.out_name)),
+                               writer.shown_path(pair.out_name))
                for k, (pair, plan) in enumerate(zip(pairs, plans, strict=True)) if plan is None}
     try:
         for k, (pair, plan) in enumerate(zip(pairs, plans, strict=True)):
@@ -197,11 +223,13 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
                 progress(k, len(pairs), pair)
             counts = _Counts()
             if plan is None:
-                data, counts.count, counts.over_limit = _get(singles[k])
-                blocks: Iterator[bytes] = iter([data])
+                data, counts.count, counts.over_limit, digest = _get(singles[k])
+                if data is None:
+                    writer.adopt(pair.out_name)
+                else:
+                    digest = writer.write_blocks(pair.out_name, iter([data]))
             else:
-                blocks = _ranges(part, pair, data_dir, mode, plan, cpus, counts)
-            digest = writer.write_blocks(pair.out_name, blocks)
+                digest = _ranges(part, pair, data_dir, mode, plan, cpus, counts, writer)
             outputs[pair.out_name] = counts.entry(pair, digest)
     except BaseException:
         for ref in singles.values():
@@ -223,30 +251,48 @@ def _get(ref: Any) -> Any:
 
 
 def _ranges(part: Any, pair: Any, data_dir: Path | None, mode: str, plan: Any, cpus: int,
-            counts: Any) -> Iterator[bytes]:
-    """The blocks of a large pair's ranges, in order, with at most ``WINDOW * cpus`` tasks
-    in flight."""
+            counts: Any, writer: Any) -> str:
+    """Write a large pair's file from its ranges, in order, with at most ``WINDOW * cpus``
+    tasks in flight; its sha256. A range written by its task into the staging folder (a
+    worker on this node) is appended, and removed; one returned is written."""
     import ray
+
+    from .emit.names import on_disk
+    from .emit.outdir import BlockFile
 
     ranges, shots, retrieved = plan
     shots_ref = ray.put(shots)
-    cwd = os.getcwd()
-    pending: deque[Any] = deque()
-    todo = iter(ranges)
+    cwd, staging, name = os.getcwd(), writer.staging, pair.out_name
+    shown = writer.shown_path(name)
+    out = BlockFile(staging / on_disk(name), shown=shown)
+    pending: deque[tuple[Path, Any]] = deque()
+    todo = enumerate(ranges)
     try:
         while True:
             while len(pending) < WINDOW * cpus:
-                rows = next(todo, None)
+                k, rows = next(todo, (0, None))
                 if rows is None:
                     break
                 ids = None if retrieved is None else [list(retrieved[i]) for i in rows]
-                pending.append(part.remote(cwd, pair, data_dir, mode, rows, shots_ref, ids))
+                rel = on_disk(f"{name}.part{k}")
+                pending.append((staging / rel, part.remote(cwd, pair, data_dir, mode, rows,
+                                                           shots_ref, ids, (str(staging), rel),
+                                                           shown)))
             if not pending:
-                return
-            data, n, over = _get(pending.popleft())
+                break
+            target, ref = pending.popleft()
+            data, n, over, _ = _get(ref)
             counts.count += n
             counts.over_limit += over
-            yield data
-    finally:
-        for ref in pending:
+            if data is None:
+                out.append(target)
+            else:
+                out.write(data)
+    except BaseException:
+        out.abort()
+        for _, ref in pending:
             ray.cancel(ref, force=True)
+        raise
+    digest = out.close()
+    writer.adopt(name)
+    return digest

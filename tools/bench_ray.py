@@ -1,0 +1,165 @@
+"""Throughput of ``compile-prompts --engine ray`` against the local engine.
+
+One run each of a 1,000,000-row gen job (5-shot FixK, MMLU-shaped rows): the local CLI (one
+process), then Ray with 1 and with 2 workers (``--engine ray --jobs N``: a local instance of N
+CPUs). Printed side by side: wall time, rows per second per worker, the 2-vs-1 speedup, and
+the peak RSS of each Ray worker process (sampled from /proc while it runs) and of the
+``compile-prompts`` process. The outputs must be byte-identical. The load average is printed
+with the figures: on a shared machine they are only as good as the idle CPUs.
+
+    python tools/bench_ray.py [--rows N] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+CONFIG = """\
+from opencompass.openicl.icl_prompt_template import PromptTemplate
+from opencompass.openicl.icl_retriever import FixKRetriever
+from opencompass.openicl.icl_inferencer import GenInferencer
+
+_q = '{question}\\nA. {A}\\nB. {B}\\nC. {C}\\nD. {D}\\nAnswer:'
+datasets = [dict(
+    abbr='mmlu-1m', type='JsonlDataset',
+    data_files=dict(train='dev.jsonl', test='test.jsonl'),
+    reader_cfg=dict(input_columns=['question', 'A', 'B', 'C', 'D'], output_column='target',
+                    train_split='train', test_split='test'),
+    infer_cfg=dict(
+        ice_template=dict(type=PromptTemplate, template=dict(round=[
+            dict(role='HUMAN', prompt=_q), dict(role='BOT', prompt='{target}')])),
+        prompt_template=dict(type=PromptTemplate, ice_token='</E>', template=dict(
+            begin='</E>', round=[dict(role='HUMAN', prompt=_q)])),
+        retriever=dict(type=FixKRetriever, fix_id_list=[0, 1, 2, 3, 4]),
+        inferencer=dict(type=GenInferencer, max_out_len=16)),
+)]
+models = [dict(abbr='internlm2-chat', type='HuggingFaceCausalLM', meta_template=dict(round=[
+    dict(role='HUMAN', begin='<|im_start|>user\\n', end='<|im_end|>\\n'),
+    dict(role='BOT', begin='<|im_start|>assistant\\n', end='<|im_end|>\\n', generate=True)]))]
+"""
+
+
+def _row(i: int) -> dict[str, str]:
+    return {"question": f"Question {i}: which of these numbers is {i % 97} more than {i}?",
+            "A": str(i + i % 97), "B": str(i + 1), "C": str(i * 2), "D": str(i - 1),
+            "target": "A"}
+
+
+def make(folder: Path, rows: int) -> None:
+    (folder / "suite.py").write_text(CONFIG)
+    with (folder / "dev.jsonl").open("w") as fh:
+        for i in range(5):
+            fh.write(json.dumps(_row(10**9 + i)) + "\n")
+    with (folder / "test.jsonl").open("w") as fh:
+        for i in range(rows):
+            fh.write(json.dumps(_row(i)) + "\n")
+
+
+class _Peaks(threading.Thread):
+    """Samples the peak RSS (VmHWM) of Ray worker processes (title ``ray::...``) while it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peaks: dict[int, int] = {}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                        if not fh.read().startswith(b"ray::_range"):
+                            continue
+                    with open(f"/proc/{entry}/status") as fh:
+                        for line in fh:
+                            if line.startswith("VmHWM:"):
+                                kb = int(line.split()[1])
+                                self.peaks[int(entry)] = max(self.peaks.get(int(entry), 0), kb)
+                except (OSError, ValueError):
+                    pass
+            time.sleep(0.1)
+
+
+def run(folder: Path, out: str, extra: list[str]) -> dict[str, float]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                      env.get("PYTHONPATH", "")]))
+    peaks = _Peaks()
+    peaks.start()
+    start = time.perf_counter()
+    proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "prompt_compiler",
+                             "suite.py", "-o", out, *extra], cwd=folder, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    peaks.stop.set()
+    peaks.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(extra) or 'local'} failed: {stderr}")
+    driver_kb = int(stderr.strip().splitlines()[-1])
+    return {"wall": wall, "driver_mb": driver_kb / 1024,
+            "worker_mb": max(peaks.peaks.values(), default=0) / 1024,
+            "workers_seen": len(peaks.peaks)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    args = p.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench_ray_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        make(folder, args.rows)
+        load_before = os.getloadavg()
+        local = run(folder, "out_local", [])
+        one = run(folder, "out_ray1", ["--engine", "ray", "--jobs", "1"])
+        two = run(folder, "out_ray2", ["--engine", "ray", "--jobs", "2"])
+        # the fixed cost: starting and stopping Ray, a worker importing the compiler
+        start1 = run(folder, "out_start1", ["--engine", "ray", "--jobs", "1", "--limit", "1"])
+        start2 = run(folder, "out_start2", ["--engine", "ray", "--jobs", "2", "--limit", "1"])
+        load_after = os.getloadavg()
+        same = all((folder / o / "manifest.json").read_bytes()
+                   == (folder / "out_local/manifest.json").read_bytes()
+                   for o in ("out_ray1", "out_ray2"))
+        n = args.rows
+        print(f"{n:,} rows, 5-shot FixK gen; load average {load_before[0]:.2f} before, "
+              f"{load_after[0]:.2f} after ({os.cpu_count()} CPUs)")
+        print(f"{'':22}{'local CLI':>14}{'Ray, 1 worker':>16}{'Ray, 2 workers':>16}")
+        print(f"{'wall time (s)':22}{local['wall']:14.1f}{one['wall']:16.1f}{two['wall']:16.1f}")
+        rate = [n / local["wall"], n / one["wall"], n / two["wall"] / 2]
+        print(f"{'rows/s per worker':22}{rate[0]:14,.0f}{rate[1]:16,.0f}{rate[2]:16,.0f}")
+        print(f"{'  vs local':22}{'':14}{rate[1] / rate[0]:16.0%}{rate[2] / rate[0]:16.0%}")
+        print(f"{'Ray start-up, stop (s)':22}{'':14}{start1['wall']:16.1f}{start2['wall']:16.1f}")
+        steady = [n / local["wall"], n / (one["wall"] - start1["wall"]),
+                  n / (two["wall"] - start2["wall"]) / 2]
+        print(f"{'  without it: rows/s':22}{steady[0]:14,.0f}{steady[1]:16,.0f}{steady[2]:16,.0f}")
+        print(f"{'  vs local':22}{'':14}{steady[1] / steady[0]:16.0%}"
+              f"{steady[2] / steady[0]:16.0%}")
+        print(f"{'peak RSS/worker (MB)':22}{local['driver_mb']:14.0f}{one['worker_mb']:16.0f}"
+              f"{two['worker_mb']:16.0f}")
+        print(f"{'driver peak RSS (MB)':22}{'':14}{one['driver_mb']:16.0f}"
+              f"{two['driver_mb']:16.0f}")
+        print(f"2 workers vs 1: {one['wall'] / two['wall']:.2f}x "
+              f"({steady[2] * 2 / steady[1]:.2f}x without start-up); outputs byte-identical: "
+              f"{same}")
+        print("(Ray wall times include starting and stopping the local instance.)")
+        return 0 if same else 1
+    finally:
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
