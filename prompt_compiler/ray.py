@@ -243,16 +243,14 @@ class CompileBatches:
         ray = require_ray()
         if isinstance(prepared, ray.ObjectRef):
             prepared = ray.get(prepared)
-        from .plan import Lines
-
         self.job, self.kind = prepared["job"], prepared["kind"]
         self.shots: _Shots = prepared["shots"]
         self.subdivision = prepared["subdivision"]
         self.id_column, self.sampling_params = id_column, sampling_params
         self.total = total
         self.params, self.mode = prepared["params"], prepared["mode"]
-        self.lines = (Lines(self.job, self.kind, self.params, [], rows=range(0))
-                      if prepared["planned"] else None)
+        self.planned = prepared["planned"]
+        self.lines: Any = None
         self.tokenize = tokenize
 
     def __call__(self, batch: Any) -> dict[str, list[Any]]:
@@ -284,9 +282,14 @@ class CompileBatches:
 
     def _lines(self, ids: Sequence[Any], span: range) -> Iterator[bytes]:
         """The record lines of test rows ``span``, whose example ids are ``ids``."""
-        lines = self.lines
-        if lines is not None:  # planned: the CLI's fast path
-            lines.retrieved, lines.rows = ids, span
+        if self.planned:  # the CLI's fast path; plans and shapes built once, kept across batches
+            from .plan import Lines
+
+            lines = Lines(self.job, self.kind, self.params, ids, rows=span)
+            if self.lines is not None:
+                lines.shapes = self.lines.shapes
+                lines.planner.cache = self.lines.planner.cache
+            self.lines = lines
             yield from lines
             return
         from .compiler import Compiler
