@@ -152,3 +152,28 @@ def test_a_dead_worker_is_one_line_naming_its_pair(
                                                  "memory or killed from outside? run again, or "
                                                  "with --jobs 1)\n"), err
     assert files(out) == old and beside(out) == []
+
+
+def test_an_error_in_one_pair_with_jobs_is_one_line_without_pool_tracebacks(
+        big: tuple[Path, dict[str, bytes], dict[str, bytes], float]) -> None:
+    """A pair failing in a worker while others run or wait: the pool is torn down without
+    the InvalidStateError traceback a cancelled future caused in its manager thread."""
+    root, old, _, _ = big
+    (root / "bad.jsonl").write_text('{"question": "q", "answer": "a"}\n{not json\n',
+                                    encoding="utf-8")
+    text = config("rows.jsonl", ["A", "B"]).replace("models:", DATASET.format(
+        abbr="bad", head="C", path="bad.jsonl") + DATASET.format(
+        abbr="late", head="D", path="rows.jsonl") + "models:")
+    (root / "one-bad.yaml").write_text(text, encoding="utf-8")
+    for trial, jobs in enumerate(("2", "3", "2")):
+        out = root / f"one-bad-{trial}"
+        _copy(old, out)
+        run = subprocess.run([sys.executable, "-m", "prompt_compiler", "one-bad.yaml", "-o",
+                              out.name, "--jobs", jobs], cwd=root, capture_output=True, text=True,
+                             timeout=120, env=env())
+        assert run.returncode == 1, run.stderr
+        assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
+        assert run.stderr.startswith("compile-prompts: error: one-bad.yaml: dataset 'bad'"), \
+            run.stderr
+        assert "bad.jsonl: line 2: malformed JSON" in run.stderr, run.stderr
+        assert files(out) == old and beside(out) == []
