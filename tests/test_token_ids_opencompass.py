@@ -29,12 +29,24 @@ DATA = {"datasets": [
      "infer_cfg": {"prompt_template": {"type": "PromptTemplate", "template": {"x": "{q}"}},
                    "retriever": {"type": "ZeroRetriever"},
                    "inferencer": {"type": "PPLInferencer"}}},
+    {"abbr": "multi", "reader_cfg": {"input_columns": ["q", "b", "q2"], "output_column": "a"},
+     "infer_cfg": {"prompt_template": {"type": "PromptTemplate", "template": {"round": [
+         {"role": "HUMAN", "prompt": "{q}"}, {"role": "BOT", "prompt": "{b}"},
+         {"role": "HUMAN", "prompt": "{q2}"}]}},
+         "retriever": {"type": "ZeroRetriever"}, "inferencer": {"type": "GenInferencer"}}},
+    {"abbr": "clp", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
+     "infer_cfg": {"prompt_template": {"type": "PromptTemplate",
+                                       "template": {"round": [{"role": "HUMAN",
+                                                               "prompt": "{q}"}]}},
+                   "retriever": {"type": "ZeroRetriever"},
+                   "inferencer": {"type": "CLPInferencer"}}},
     {"abbr": "ll", "reader_cfg": {"input_columns": ["q", "cont"], "output_column": "a"},
      "infer_cfg": {"prompt_template": {"type": "PromptTemplate", "template": {"x": "{q}"}},
                    "retriever": {"type": "ZeroRetriever"},
                    "inferencer": {"type": "LLInferencer"}}},
 ]}
-ROW = {"q": cases.TEXT, "cont": cases.CONT, "a": "x"}
+ROW = {"q": cases.TEXT, "cont": cases.CONT, "b": "Yes.", "q2": "And the dog?", "a": "x",
+       "choices": ["A", "B"]}
 
 
 def model_abbr(case: cases.TokenCase) -> str:
@@ -50,13 +62,13 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
     for ds in data["datasets"]:
         ds["splits"] = {"train": [ROW], "test": [ROW]}
     (tmp / "data.yaml").write_text(json.dumps(data), encoding="utf-8")
-    models = {model_abbr(c): {"abbr": model_abbr(c), "type": c.cls, "tokenizer": folders[c.vocab]}
-              for c in cases.CASES}
+    models = {model_abbr(c): {"abbr": model_abbr(c), "type": c.cls, "tokenizer": folders[c.vocab],
+                              "meta_template": c.meta_template} for c in cases.CASES}
     (tmp / "models.py").write_text(f"models = {list(models.values())!r}\n", encoding="utf-8")
     out: dict[str, dict[str, Any]] = {}
     for mode in ("compat", "default"):
         out[mode] = {}
-        for kind in ("gen", "ppl", "ll"):
+        for kind in ("gen", "multi", "ppl", "ll", "clp"):
             names = [model_abbr(c) for c in cases.CASES if c.kind == kind]
             args = ["data.yaml", "models.py", "--tokenize", "--mode", mode, "--only", kind,
                     "-o", f"out-{mode}-{kind}"]
@@ -81,6 +93,8 @@ def test_compat_ids_are_opencompass_ids(compiled: dict[str, Any], case: cases.To
         assert rec["input_ids"] == expected["transformers_ids"]
     if case.kind == "ll":
         assert rec["mask_length"] == expected["mask_length"]  # D22: the continuation's count
+    elif case.kind == "clp":
+        assert rec["mask_length"] == len(expected["input_ids"])  # the next token is scored
     elif case.kind == "ppl":
         assert rec["mask_length"] == 0 and expected["mask_length"] is None  # nothing masked
 
@@ -96,6 +110,7 @@ def test_default_ids_hold_exactly_one_bos(compiled: dict[str, Any], case: cases.
         assert ids[0] == bos and bos not in ids[1:]
         without = [i for i in EXPECTED[case.name]["input_ids"] if i != bos]
         assert ids[1:] == without if case.kind != "ll" else ids[1:4] == without[:3]
+        assert ids == [bos, *without] or case.kind == "ll"
     if "transformers_ids" in EXPECTED[case.name]:
         # transformers' apply_chat_template(tokenize=True) on the same messages agrees (the
         # Llama 3 template writes the BOS itself; Qwen's has none)

