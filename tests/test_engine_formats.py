@@ -436,3 +436,25 @@ def test_write_parquet_takes_record_objects(tmp_path: Path) -> None:
     assert (row["dataset"], row["prompt"], row["gold"], row["ice_ids"]) == ("d", "Q: hi\nA:",
                                                                              "x", [])
     assert row["prompt_sha256"] == hashlib.sha256(b"Q: hi\nA:").hexdigest()
+
+
+def test_parquet_is_written_in_row_groups_with_one_schema(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are written a row group at a time (memory bounded by the group, not the pair); a
+    column's type holds for every group, and one whose groups disagree is JSON text."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from prompt_compiler.emit import formats
+
+    monkeypatch.setattr(formats, "ROW_GROUP", 2)
+    rows = [{"index": 0, "gold": 1, "label": None}, {"index": 1, "gold": 2, "label": None},
+            {"index": 2, "gold": "two", "label": []}, {"index": 3, "gold": None, "label": ["a"]},
+            {"index": 4, "gold": 5}]
+    formats.write_parquet(lambda: iter(rows), tmp_path / "g.parquet")
+    file = pq.ParquetFile(tmp_path / "g.parquet")
+    assert file.metadata.num_row_groups == 3
+    table = file.read()
+    assert table.column("gold").to_pylist() == ["1", "2", '"two"', None, "5"]
+    assert table.column("label").to_pylist() == [None, None, [], ["a"], None]
+    assert json.loads(table.schema.metadata[b"prompt_compiler.json_columns"]) == ["gold"]
+    with pytest.raises(pc.DataError, match="'index' values do not fit"):
+        formats.write_parquet([{"index": "zero"}], tmp_path / "bad.parquet")

@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,9 @@ import orjson
 
 from ..errors import ConfigError, DataError, UnsupportedError
 
-__all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "SCORING_MODES", "check_format",
-           "convert_pair", "openai_batch_line", "parquet_table", "record_ids", "vllm_line",
-           "write_parquet"]
+__all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "ROW_GROUP", "SCORING_MODES",
+           "check_format", "convert_pair", "openai_batch_line", "parquet_table", "record_ids",
+           "vllm_line", "write_parquet"]
 
 FORMATS = ("records", "vllm", "openai-batch", "parquet")
 """The values of ``--format`` (``records``: the JSONL records, as without the flag)."""
@@ -183,33 +183,102 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
-def parquet_table(rows: Iterable[Mapping[str, Any]]) -> Any:
+ROW_GROUP = 16_384
+"""Rows per Parquet row group, and per batch held in memory while writing."""
+
+
+def parquet_table(rows: Iterable[Any]) -> Any:
     """One ``pyarrow.Table`` of record objects: a column per field, in first-seen order.
 
     A field missing from a record is null there. A column whose values have no common
     Arrow type (a ``gold`` that is a number in one row and a string in another) holds
     each value's JSON text instead; the schema metadata ``prompt_compiler.json_columns``
-    lists those columns.
+    lists those columns. (:func:`write_parquet` writes the same columns without holding
+    every row.)
     """
     pa = _pyarrow()
-    rows = list(rows)
-    names: dict[str, None] = {}
+    chunk = list(_objects(rows))
+    schema, json_columns = _plan(pa, [chunk])
+    return _batch(pa, chunk, schema, json_columns)
+
+
+def _objects(rows: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    from ..assemble.base import Record
+    from .records import record_json
+
     for row in rows:
-        names.update(dict.fromkeys(row))
-    columns, json_columns = [], []
+        yield record_json(row) if isinstance(row, Record) else row
+
+
+def _chunked(rows: Iterable[Any]) -> Iterator[list[Mapping[str, Any]]]:
+    chunk: list[Mapping[str, Any]] = []
+    for row in _objects(rows):
+        chunk.append(row)
+        if len(chunk) >= ROW_GROUP:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+_FAILED = ("ArrowInvalid", "ArrowTypeError", "ArrowNotImplementedError")
+
+
+def _plan(pa: Any, chunks: Iterable[list[Mapping[str, Any]]]) -> tuple[Any, set[str]]:
+    """(the schema, the JSON-text columns) of rows given batch by batch.
+
+    A column's type is the one every batch's values give it (batches whose values say
+    nothing, all null or all empty, do not count); none, or two different ones: JSON text.
+    """
+    failed = tuple(getattr(pa, name) for name in _FAILED) + (OverflowError,)
+    names: dict[str, None] = {}
+    types: dict[str, set[Any]] = {}
+    json_columns: set[str] = set()
+    for chunk in chunks:
+        for row in chunk:
+            names.update(dict.fromkeys(row))
+        for name in names:
+            if name in json_columns:
+                continue
+            values = [row.get(name) for row in chunk]
+            fixed = _field_type(pa, name, values)
+            if fixed is not None and not any(v is not None and not isinstance(v, (str, int, list))
+                                             for v in values):
+                types.setdefault(name, set()).add(fixed)  # the record schema's type
+                continue
+            try:
+                array = pa.array(values, type=fixed)
+            except failed:
+                json_columns.add(name)
+                continue
+            if not _unusable(pa, array.type):
+                types.setdefault(name, set()).add(array.type)
+    fields = []
     for name in names:
-        values = [row.get(name) for row in rows]
+        found = types.get(name, set())
+        if name in json_columns or len(found) != 1:
+            json_columns.add(name)
+            fields.append(pa.field(name, pa.string()))
+        else:
+            fields.append(pa.field(name, next(iter(found))))
+    ordered = [n for n in names if n in json_columns]
+    meta = {b"prompt_compiler.json_columns": json.dumps(ordered).encode()}
+    return pa.schema(fields, metadata=meta), json_columns
+
+
+def _batch(pa: Any, chunk: list[Mapping[str, Any]], schema: Any, json_columns: set[str]) -> Any:
+    failed = tuple(getattr(pa, name) for name in _FAILED) + (OverflowError,)
+    arrays = []
+    for field in schema:
+        values = [row.get(field.name) for row in chunk]
+        if field.name in json_columns:
+            values = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
         try:
-            array = pa.array(values, type=_field_type(pa, name, values))
-            if _unusable(pa, array.type):
-                raise pa.ArrowInvalid("no usable type")
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-            array = pa.array([None if v is None else json.dumps(v, ensure_ascii=False)
-                              for v in values], type=pa.string())
-            json_columns.append(name)
-        columns.append(array)
-    meta = {b"prompt_compiler.json_columns": json.dumps(json_columns).encode()}
-    return pa.Table.from_arrays(columns, names=list(names)).replace_schema_metadata(meta)
+            arrays.append(pa.array(values, type=field.type))
+        except failed as exc:
+            raise DataError(f"the {field.name!r} values do not fit the record schema's type "
+                            f"{field.type}: {exc}") from None
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 _STRING = ("dataset", "model", "mode", "prompt_sha256")
@@ -252,31 +321,42 @@ def _unusable(pa: Any, tp: Any) -> bool:
     return False
 
 
-def write_parquet(rows: Iterable[Any], path: str | os.PathLike[str]) -> str:
+def write_parquet(rows: Iterable[Any] | Callable[[], Iterable[Any]],
+                  path: str | os.PathLike[str]) -> str:
     """Write records to a Parquet file; returns its sha256.
 
     ``rows``: :class:`~prompt_compiler.assemble.base.Record` objects (written as their JSON
     objects, :func:`~prompt_compiler.emit.records.record_json`), record objects as read from
-    a records file, or any flat dicts.
+    a records file, or any flat dicts; or a function returning them afresh each call, which
+    lets the rows be read twice (once for the column types, once to write) without holding
+    more than :data:`ROW_GROUP` of them. A list is read twice as it is; any other iterable
+    is gathered into one first.
 
     The bytes depend only on the rows and the pyarrow version: fixed writer options
-    (zstd level 3, dictionary encoding, statistics, 65,536-row groups, format 2.6), no
+    (zstd level 3, dictionary encoding, statistics, 16,384-row groups, format 2.6), no
     timestamps and no pandas metadata.
     """
     pa = _pyarrow()
-    from ..assemble.base import Record
-    from .records import record_json
+    if callable(rows):
+        source: Callable[[], Iterable[Any]] = rows
+    else:
+        held = rows if isinstance(rows, (list, tuple)) else list(rows)
 
-    table = parquet_table(record_json(r) if isinstance(r, Record) else r for r in rows)
+        def source() -> Iterable[Any]:
+            return held
+    schema, json_columns = _plan(pa, _chunked(source()))
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    pa.parquet.write_table(table, target, row_group_size=65_536, compression="zstd",
-                           compression_level=3, use_dictionary=True, write_statistics=True,
-                           version="2.6", store_schema=True)
+    with pa.parquet.ParquetWriter(target, schema, compression="zstd", compression_level=3,
+                                  use_dictionary=True, write_statistics=True, version="2.6",
+                                  store_schema=True) as writer:
+        for chunk in _chunked(source()):
+            writer.write_table(_batch(pa, chunk, schema, json_columns),
+                               row_group_size=ROW_GROUP)
     digest = hashlib.sha256()
     with target.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
     return digest.hexdigest()
 
 
@@ -312,8 +392,9 @@ def convert_pair(staging: Path, rel: str, fmt: str, entry: Mapping[str, Any], *,
     ids = record_ids(_read_records(source))
     if fmt == "parquet":
         name = f"{stem}.parquet"
-        rows = [obj for _, obj in ids]
-        return {name: {**head, "records": len(rows), "sha256": write_parquet(rows, staging / name)}}
+        count = sum(1 for _ in _read_records(source))
+        digest = write_parquet(lambda: _read_records(source), staging / name)
+        return {name: {**head, "records": count, "sha256": digest}}
     if fmt == "vllm":
         name = f"{stem}.vllm.jsonl"
         lines = (_dumps(vllm_line(r, o, max_out_len)) for r, o in ids)
