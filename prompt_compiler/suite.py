@@ -111,6 +111,9 @@ class Suite:
                     out.append(Pair(d, by_model[m_abbr],
                                     {**options.get(d.config_path + d.key_path, {}),
                                      **self.options}))
+        for pair in out:  # a model that failed to load stops the run only when selected
+            if pair.model.error is not None:
+                raise pair.model.error
         return out
 
     def nothing_to_compile(self, only: Globs = (), models: Globs = ()) -> ConfigError:
@@ -138,15 +141,55 @@ def model_from_name(name_or_file: str, *,
     """Models from a config file, or the meta template library entry of that name."""
     path = Path(name_or_file)
     if path.suffix in (".py", ".yaml", ".yml", ".json") or path.exists():
-        suite = load_config(path, opencompass_configs=opencompass_configs)
+        try:
+            suite = load_config(path, opencompass_configs=opencompass_configs)
+        except ConfigError as err:
+            if "defines no datasets and no models" not in err.message:
+                raise
+            return [_model_template_file(path)]
         if not suite.models:
-            raise ConfigError("this config defines no models", config_path=str(path))
+            raise ConfigError("--model: this config defines datasets but no models",
+                              config_path=str(path), hint=_MODEL_EXPECTED)
         return list(suite.models)
     from .model.meta_library import load_model_template
 
     tpl = load_model_template(name_or_file)
     spec = {"name": tpl.name, "parser": tpl.renderer, "meta_template": tpl.meta_template_dict()}
     return [ModelConfig(tpl.name, str(tpl.path), "meta_template", spec)]
+
+
+_MODEL_EXPECTED = ("--model takes a template name (see 'compile-prompts models'), a model "
+                   "template file (name, renderer, meta_template) or a config file with a "
+                   "models list")
+
+
+def _model_template_file(path: Path) -> ModelConfig:
+    """``--model FILE`` where FILE defines no models: a model template file (as the built-in
+    ones: name, renderer, meta_template) is used as one; anything else is an error saying
+    what the file is and what is expected."""
+    top: Any = None
+    if path.suffix in (".yaml", ".yml", ".json"):
+        import yaml  # type: ignore[import-untyped,unused-ignore]
+
+        try:
+            top = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            top = None
+    if isinstance(top, dict) and "meta_template" in top:
+        from .model.meta_library import load_model_template
+
+        tpl = load_model_template(path)
+        spec = {"name": tpl.name, "parser": tpl.renderer,
+                "meta_template": tpl.meta_template_dict()}
+        return ModelConfig(tpl.name, str(path), "meta_template", spec, files=(str(path),))
+    if isinstance(top, dict) and ("round" in top or "begin" in top):
+        what = "a bare meta template (round/begin/end), not a model"
+        hint = ("wrap it in a model template file: name: NAME, renderer: lm | api, "
+                "meta_template: {round: [...]}; " + _MODEL_EXPECTED)
+    else:
+        what = "a file that defines no model"
+        hint = _MODEL_EXPECTED
+    raise ConfigError(f"--model: this is {what}", config_path=str(path), hint=hint)
 
 
 def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = (),
@@ -167,7 +210,8 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     try:
-        configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs)
+        configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs,
+                               defer_model_errors=True)
     except PromptCompilerError as err:
         raise _at_origin(err) from None
     override = [m for name in _globs(models)

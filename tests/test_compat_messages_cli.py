@@ -25,7 +25,8 @@ datasets:
 models:
   - abbr: api
     type: OpenAISDK
-    meta_template: {round: [{role: HUMAN, api_role: HUMAN}, {role: BOT, api_role: BOT, generate: true}]}
+    meta_template:
+      round: [{role: HUMAN, api_role: HUMAN}, {role: BOT, api_role: BOT, generate: true}]
 """
 
 PY_HEAD = """\
@@ -108,7 +109,8 @@ def test_the_exceptions_derive_from_opencompass_s(tmp_path: Path) -> None:
     expected = {
         "raw": (TemplateTypeError, TypeError,
                 ("TypeError", "messages[1] must be a dict or str, got <class 'int'>")),
-        "raw_role": (TemplateError, ValueError, ("ValueError", "messages[0] has invalid role: human")),
+        "raw_role": (TemplateError, ValueError,
+                     ("ValueError", "messages[0] has invalid role: human")),
         "prompt": (TemplateTypeError, TypeError,
                    ("TypeError", "PromptTemplate.__init__() got an unexpected keyword argument "
                     "'prompt'")),

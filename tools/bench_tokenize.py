@@ -146,6 +146,18 @@ def ids_benchmark(rows: int, folder: str | None) -> None:
           f"({t_batch / t_compile:.1f}x encode_batch)")
 
 
+def _require_tokenizers(needed: bool) -> None:
+    """Without the ``tokenizers`` package: one line saying how to get it, exit status 1."""
+    if not needed:
+        return
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError:
+        raise SystemExit("bench_tokenize: needs the tokenizers package: "
+                         "pip install 'prompt-compiler[tokenizers]' (or give --tokenizer "
+                         "tiktoken:NAME with the tiktoken extra)") from None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=5000)
@@ -153,6 +165,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--ids", action="store_true", help="benchmark token ids (see above)")
     args = ap.parse_args()
+    _require_tokenizers(args.ids or not str(args.tokenizer or "").startswith("tiktoken:"))
     if args.ids:
         ids_benchmark(args.rows, args.tokenizer)
         return

@@ -9,9 +9,12 @@ an eval config of its own (``with read_base(): from opencompass.configs.datasets
 with one model: an LM model with a chat meta template, or a chat-template model when the
 file's datasets use ``RawPromptTemplate``. Rows are synthetic (generated from each dataset's
 ``reader_cfg`` columns, tagged ``#trN`` / ``#teN``) unless ``--data-dir`` gives real ones.
-Every wrapper is then compiled with the same library calls ``compile-prompts --check``
-makes, in-process (``--jobs`` worker processes), and the tool prints
-``N files, M ok, K failed`` and one line per failure.
+The wrappers are written to a private temporary folder (never inside the OpenCompass
+installation or extraction pointed at, which may be read-only or shared), and the package's
+``configs/`` is given as ``opencompass_configs`` (``--opencompass-configs``), so the wrappers
+resolve ``opencompass.configs...`` against it. Every wrapper is then compiled with the same
+library calls ``compile-prompts --check`` makes, in-process (``--jobs`` worker processes),
+and the tool prints ``N files, M ok, K failed`` and one line per failure.
 
 Outcomes are counted apart: files that define no datasets (prompt and settings helpers),
 files OpenCompass itself cannot use (``OPENCOMPASS_FAILS`` below, measured with the real
@@ -42,7 +45,20 @@ from typing import Any
 
 VERSION = "0.5.4"
 DEFAULT_CACHE = Path.home() / ".cache" / "prompt_compiler" / f"opencompass-{VERSION}"
-WRAPPER_DIR = "_pc_corpus"
+_WRAPPERS: list[Path] = []  # this process's temporary wrapper folder, made when first needed
+
+
+def wrapper_dir() -> Path:
+    """This process's temporary folder for wrappers (removed when the process ends)."""
+    if not _WRAPPERS:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="pc-corpus-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _WRAPPERS.append(folder)
+    return _WRAPPERS[0]
 TRAIN_ROWS = 12
 TEST_ROWS = 3
 
@@ -145,8 +161,7 @@ def write_wrapper(package: Path, file: Path, index: int, chat: bool,
     With ``variable``, the config compiles only that ``*_datasets`` list (for files whose
     lists reuse one abbr for different datasets, e.g. a 0-shot and a 3-shot variant).
     """
-    folder = package / "configs" / WRAPPER_DIR
-    folder.mkdir(exist_ok=True)
+    folder = wrapper_dir()
     model_class = "HuggingFacewithChatTemplate" if chat else "HuggingFaceCausalLM"
     text = (
         "from mmengine.config import read_base\n"
@@ -334,9 +349,12 @@ def _dataset_variables(file: Path, package: Path) -> list[str]:
 def _load(package: Path, file: Path, index: int, variable: str | None) -> Any:
     from prompt_compiler import suite as S
 
-    loaded = S.load([write_wrapper(package, file, index, chat=False, variable=variable)])
+    configs = package / "configs"
+    loaded = S.load([write_wrapper(package, file, index, chat=False, variable=variable)],
+                    opencompass_configs=configs)
     if _uses_raw_template(loaded):
-        loaded = S.load([write_wrapper(package, file, index, chat=True, variable=variable)])
+        loaded = S.load([write_wrapper(package, file, index, chat=True, variable=variable)],
+                        opencompass_configs=configs)
     return loaded
 
 

@@ -1,6 +1,7 @@
 """``compile-prompts check-template MODEL --chat-template PATH``: meta template vs chat template.
 
-    compile-prompts check-template MODEL --chat-template PATH [--strip-bos] [--json]
+    compile-prompts check-template MODEL --chat-template PATH [--strip-bos]
+                    [--special-token NAME=VALUE]... [--json]
 
 MODEL is a built-in template name (``compile-prompts models``) or a model config file; PATH a
 ``.jinja`` file, a ``tokenizer_config.json`` or a model folder. Exit status: 0 when every probe
@@ -30,8 +31,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strip-bos", action="store_true",
                    help="ignore a leading bos_token printed by the chat template (meta templates "
                         "leave BOS to the tokenizer)")
+    p.add_argument("--special-token", action="append", default=[], metavar="NAME=VALUE",
+                   help="a special token the chat template reads, e.g. bos_token='<s>' "
+                        "(repeatable; over what the chat template's files define)")
     p.add_argument("--json", action="store_true", help="print the results as a JSON list")
     return p
+
+
+def _special_tokens(given: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in given:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"expected NAME=VALUE (e.g. bos_token=<s>), got {item!r}",
+                              key_path="--special-token")
+        out[name.strip()] = value
+    return out
 
 
 def _model(name: str) -> object:
@@ -62,8 +77,15 @@ def run(argv: list[str]) -> int:
             raise ConfigError("no such file or folder", config_path=args.chat_template,
                               key_path="--chat-template")
         template = ChatTemplate.load(os.fspath(args.chat_template))
+        if args.special_token:
+            from dataclasses import replace
+
+            template = replace(template, special_tokens={
+                **template.special_tokens, **_special_tokens(args.special_token)})
         results = check_template(model, template, strip_bos=args.strip_bos)
     except PromptCompilerError as err:
+        if "is undefined" in err.message and err.hint is None:
+            err.hint = "give a special token's value with --special-token NAME=VALUE"
         print(f"compile-prompts: error: {err}", file=sys.stderr)
         return 1
     differ = sum(1 for r in results if not r.agrees)

@@ -257,7 +257,8 @@ def _run(args: argparse.Namespace) -> int:
             from ..inspection.lint import lint_suite
 
             with quiet_warnings():
-                findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only)
+                findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only,
+                                      models=args.models)
             progress.done()
             for finding in findings:
                 print(f"compile-prompts: warning: {finding}", file=sys.stderr)

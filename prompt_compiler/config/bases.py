@@ -84,9 +84,10 @@ def _module_file(file: Path, module: str, level: int, root: Path | None) -> Path
             base = base.parent
     elif parts[:2] == ["opencompass", "configs"]:
         if root is None:
+            from .oc_configs import last_root
             from .pyconfig import find_package_root
 
-            root = find_package_root(file)
+            root = find_package_root(file) or last_root()
         if root is None:
             return None
         base, parts = root, parts[1:]

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, LimitError
+from ..errors import ConfigError, LimitError, PromptCompilerError
 from ..values import describe_load_error
 from ..yamlload import load_yaml
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
-from .oc_configs import configs_folder, package_root
+from .oc_configs import configs_folder, package_root, remember_root
 from .pyconfig import load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
@@ -33,7 +33,8 @@ PathLike = str | os.PathLike[str]
 
 
 def load_config(path: PathLike, *, opencompass_root: PathLike | None = None,
-                opencompass_configs: PathLike | None = None) -> SuiteConfig:
+                opencompass_configs: PathLike | None = None,
+                defer_model_errors: bool = False) -> SuiteConfig:
     """Load one config file.
 
     Args:
@@ -44,6 +45,8 @@ def load_config(path: PathLike, *, opencompass_root: PathLike | None = None,
         opencompass_configs: The folder ``opencompass.configs`` stands for (the one holding
             ``datasets/`` and ``models/``). Without either, see :mod:`.oc_configs` for where
             it is looked for.
+        defer_model_errors: Keep an invalid model that has an abbr, with its error in
+            ``ModelConfig.error`` (raised when it is paired), instead of raising now.
 
     Raises:
         ConfigError: The file is missing, malformed, or defines no datasets and no models.
@@ -55,14 +58,15 @@ def load_config(path: PathLike, *, opencompass_root: PathLike | None = None,
         raise ConfigError("is a directory; use load_configs() for folders", config_path=display)
     if not file.is_file():
         raise ConfigError("no such config file", config_path=display)
-    suite = _load_file(file, display, _root(opencompass_root, opencompass_configs), named=True)
+    suite = _load_file(file, display, _root(opencompass_root, opencompass_configs), named=True,
+                       defer=defer_model_errors)
     assert suite is not None  # named files never come back empty
     return suite
 
 
 def load_configs(
     paths: Sequence[PathLike], *, opencompass_root: PathLike | None = None,
-    opencompass_configs: PathLike | None = None,
+    opencompass_configs: PathLike | None = None, defer_model_errors: bool = False,
 ) -> tuple[SuiteConfig, ...]:
     """Load config files and folders, in the order given.
 
@@ -79,11 +83,12 @@ def load_configs(
     for path in paths:
         folder = Path(path)
         if not folder.is_dir():
-            suites.append(load_config(path, opencompass_root=root))
+            suites.append(load_config(path, opencompass_root=root,
+                                      defer_model_errors=defer_model_errors))
             continue
         for file in _walk(folder):
             display = os.path.join(str(path), file.relative_to(folder).as_posix())
-            suite = _load_file(file, display, root, named=False)
+            suite = _load_file(file, display, root, named=False, defer=defer_model_errors)
             if suite is not None:
                 suites.append(suite)
     return tuple(suites)
@@ -94,7 +99,11 @@ def _root(value: PathLike | None, configs: PathLike | None = None) -> Path | Non
     if value is not None:
         return Path(value)
     folder = configs_folder(configs)
-    return None if folder is None else package_root(folder)
+    if folder is None:
+        return None
+    root = package_root(folder)
+    remember_root(root)
+    return root
 
 
 def _walk(folder: Path) -> list[Path]:
@@ -108,7 +117,8 @@ def _walk(folder: Path) -> list[Path]:
     return sorted(found, key=lambda f: f.relative_to(folder).as_posix())
 
 
-def _load_file(file: Path, display: str, root: Path | None, *, named: bool) -> SuiteConfig | None:
+def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
+               defer: bool = False) -> SuiteConfig | None:
     suffix = file.suffix
     if suffix == ".py":
         top: Any = load_python_config(file, display, root)
@@ -135,10 +145,8 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool) -> S
         normalize_dataset(entry, display, key)
         for key, entry in collect_entries(top, "datasets", display)
     )
-    models = tuple(
-        normalize_model(entry, display, key)
-        for key, entry in collect_entries(top, "models", display)
-    )
+    models = tuple(_model(entry, display, key, defer)
+                   for key, entry in collect_entries(top, "models", display))
     if not datasets and not models:
         if not named:
             return None
@@ -150,6 +158,18 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool) -> S
         )
     return SuiteConfig(path=file, datasets=datasets, models=models,
                        opencompass_root=root if suffix == ".py" else None)
+
+
+def _model(entry: Any, display: str, key: str, defer: bool) -> ModelConfig:
+    """A model entry; an invalid one with a usable abbr is kept with its error, raised only
+    if the model is paired (``--models`` may leave it out)."""
+    try:
+        return normalize_model(entry, display, key)
+    except PromptCompilerError as err:
+        abbr = entry.get("abbr", entry.get("name")) if isinstance(entry, dict) else None
+        if not defer or not isinstance(abbr, str) or not abbr:
+            raise
+        return ModelConfig(abbr, display, key, {"name": abbr}, error=err)
 
 
 def _compile_job(file: Path, display: str, job: dict[str, Any]) -> SuiteConfig:

@@ -77,6 +77,9 @@ class ModelConfig:
     """Files that shape this model's prompts: a meta template or chat template file."""
     notes: tuple[PromptCompilerError, ...] = ()
     """As :attr:`DatasetConfig.notes`, for the model's keys."""
+    error: PromptCompilerError | None = None
+    """Why the model config is invalid (its ``spec`` then holds only ``name``): raised when
+    the model is paired, so a model that ``--models`` leaves out does not stop a run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,17 @@ class _DatasetLint:
         self.prefix = pair_dataset.key_path
 
     def add(self, code: str, message: str, *, model: str | None = None,
-            key_path: str | None = None, row: int | None = None) -> None:
+            key_path: str | None = None, row: int | None = None,
+            rows: Sequence[Any] | None = None, position: int | None = None) -> None:
+        """A finding; one about a value of ``rows[position]`` read from a JSON Lines file
+        names that file and line (``key_path`` then starts with ``test[i]``/``train[i]``)."""
+        origin = _origin(rows, position) if rows is not None and position is not None else None
+        if origin is not None and key_path is not None:
+            file, line = origin
+            column = key_path.split(".", 1)[1] if "." in key_path else key_path
+            self.findings.append(Finding(code, message, file, self.ds.abbr, model,
+                                         f"line {line}, {column}", row))
+            return
         path = f"{self.prefix}.{key_path}" if self.prefix and key_path else key_path
         self.findings.append(Finding(code, message, self.ds.config_path, self.ds.abbr, model,
                                      path, row))
@@ -188,7 +198,7 @@ class _DatasetLint:
                     why = "the ice token marks where in-context examples go"
                 if hit is not None:
                     self.add("template-syntax-in-data", f"value contains {hit!r}: {why}",
-                             key_path=path, row=n)
+                             key_path=path, row=n, rows=job.rows.test, position=n)
         for i in used:
             row = job.rows.train[i]
             for _col, path, text in _row_strings(row, f"train[{row.get('idx', i)}]"):
@@ -199,7 +209,7 @@ class _DatasetLint:
                     self.add("template-syntax-in-data",
                              f"in-context example value contains {hit!r}: compat mode inserts "
                              "examples before formatting, so it is filled with the test row's "
-                             "value", key_path=path)
+                             "value", key_path=path, rows=job.rows.train, position=i)
 
     def _leaks(self, job: Any, records: Sequence[Any]) -> None:
         cols = job.reader.input_columns
@@ -227,19 +237,21 @@ class _DatasetLint:
                                   key=lambda t: (-len(t), t)))
         if tokens:
             pattern = re.compile("|".join(re.escape(t) for t in tokens))
-            rows: list[tuple[str, Mapping[str, Any], int | None]] = [
-                (f"test[{r.get('idx', n)}]", r, n) for n, r in enumerate(job.rows.test)]
+            rows: list[tuple[str, Mapping[str, Any], int | None, Sequence[Any], int]] = [
+                (f"test[{r.get('idx', n)}]", r, n, job.rows.test, n)
+                for n, r in enumerate(job.rows.test)]
             if job.rows.train is not job.rows.test:
-                rows += [(f"train[{job.rows.train[i].get('idx', i)}]", job.rows.train[i], None)
-                         for i in used]
-            for prefix, row, n in rows:
+                rows += [(f"train[{job.rows.train[i].get('idx', i)}]", job.rows.train[i], None,
+                          job.rows.train, i) for i in used]
+            for prefix, row, n, split, position in rows:
                 for _col, path, text in _row_strings(row, prefix):
                     m = pattern.search(text)
                     if m:
                         self.add("special-token-in-data",
                                  f"value contains {m.group()!r}, a special token of this model: "
                                  + _becomes(tokenizer, m.group(), text),
-                                 model=model.abbr, key_path=path, row=n)
+                                 model=model.abbr, key_path=path, row=n, rows=split,
+                                 position=position)
         if tokenizer is not None and model.parser != "api":
             self._bos_checks(job, records, tokenizer)
         for rec in records:
@@ -254,8 +266,21 @@ class _DatasetLint:
                        else "merges it into a user turn (it has no system role)")
                 self.add("system-dropped", f"the prompt has a system message and this model's "
                          f"template {how}; set the model's system_role to say what you want",
-                         model=model.abbr, key_path="infer_cfg.prompt_template",
+                         model=model.abbr, key_path=self._system_source(),
                          row=with_system.index)
+
+    def _system_source(self) -> str:
+        """The template that holds the system message: the one naming a SYSTEM role, else
+        the one the dataset has (prompt_template first)."""
+        import json
+
+        infer = self.spec.get("infer_cfg") or {}
+        present = [k for k in ("prompt_template", "ice_template") if k in infer]
+        for key in present:
+            text = json.dumps(infer[key], default=str)
+            if '"SYSTEM"' in text or '"system"' in text:
+                return f"infer_cfg.{key}"
+        return f"infer_cfg.{present[0]}" if present else "infer_cfg"
 
 
     def _bos_checks(self, job: Any, records: Sequence[Any], tokenizer: Any) -> None:
@@ -303,6 +328,16 @@ class _DatasetLint:
                      row=rec.index)
 
 
+def _origin(rows: Sequence[Any], position: int) -> tuple[str, int] | None:
+    """``(file, line)`` of a row read from a JSON Lines file; None for other rows."""
+    from ..data.reader import RowView
+    from ..data.sources import JsonlRows
+
+    if isinstance(rows, RowView) and isinstance(rows.source, JsonlRows):
+        return str(rows.source.file), rows.source._lineno(rows.positions[position])
+    return None
+
+
 def _tokenizer(model: Any) -> Any:
     from ..model.tokenize import HFTokenizer
 
@@ -328,7 +363,7 @@ def _becomes(tokenizer: Any, token: str, text: str) -> str:
 
 
 def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default",
-               only: Iterable[str] = ()) -> list[Finding]:
+               only: Iterable[str] = (), models: Iterable[str] = ()) -> list[Finding]:
     """Lint every dataset of a loaded :class:`~prompt_compiler.suite.Suite` against its models.
 
     Raises:
@@ -342,7 +377,7 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
     globs = list(only)
     compiler = Compiler(mode=mode)
     findings: list[Finding] = []
-    pairs = suite.pairs(globs)
+    pairs = suite.pairs(globs, list(models))
     options = {p.dataset.abbr: p.options for p in pairs}
     paired: dict[str, list[Any]] = {}
     for p in pairs:  # each dataset against the models it is paired with

@@ -28,14 +28,33 @@ class RecordFile:
 
 
 def record_files(root: Path) -> list[RecordFile]:
-    """The record files of an output folder (``*/*.jsonl``), or ``root`` itself if a file."""
+    """The record files of an output folder (``*/*.jsonl``), or ``root`` itself if a file.
+
+    Raises:
+        DataError: ``root`` is a folder that is no output of compile-prompts (no
+            ``manifest.json`` written by it, and no ``<model>/<dataset>.jsonl``).
+    """
     if root.is_file():
         return [RecordFile(root.name, root)]
-    return [
+    found = [
         RecordFile(p.relative_to(root).as_posix(), p)
         for p in sorted(root.glob("*/*.jsonl"))
         if p.is_file()
     ]
+    if not found and not _has_our_manifest(root):
+        raise DataError("not an output folder of compile-prompts (it has no manifest.json "
+                        "and no <model>/<dataset>.jsonl record files)", config_path=str(root),
+                        hint="give the folder compile-prompts -o wrote, or a record file")
+    return found
+
+
+def _has_our_manifest(root: Path) -> bool:
+    from ..emit.manifest import is_ours
+
+    try:
+        return is_ours(json.loads((root / "manifest.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return False
 
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:
