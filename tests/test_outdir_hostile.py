@@ -175,6 +175,22 @@ def test_a_symlink_out_of_another_user_is_not_followed(shared: tuple[Path, Path]
     assert tree(folder.parent) == before
 
 
+@root_only
+def test_a_symlinked_folder_of_another_user_on_the_way_to_out_is_not_followed(
+        shared: tuple[Path, Path]) -> None:
+    folder, precious = shared
+    victim = precious.parent / "roots-folder"
+    victim.mkdir()
+    (folder / "link").symlink_to(victim)
+    os.lchown(folder / "link", 65534, 65534)
+    before = tree(folder.parent)
+    for target in ("link/out", "link/deeper/out"):
+        line = error_line(cli("c.yaml", "-o", target, cwd=folder))
+        assert (f"{folder / 'link'}: refusing to use it, it is a symbolic link of another user "
+                "(uid 65534)") in line
+    assert tree(folder.parent) == before
+
+
 @posix
 def test_folders_that_look_like_staging_folders_are_left_alone(shared: tuple[Path, Path]) -> None:
     folder, _ = shared

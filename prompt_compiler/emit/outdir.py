@@ -343,6 +343,7 @@ class OutputDir:
         """
         if self._lock_fd is not None or not self._parent.is_dir():
             return
+        self._check_link()
         with _signals_held():  # a stop signal now would leave the lock file behind
             try:
                 self._open_parent()
@@ -358,8 +359,8 @@ class OutputDir:
         if not self.path.name or self.path == self.path.parent:
             raise OutputError(f"cannot use {self.shown} as the output folder",
                               hint="give a folder to create or replace, e.g. -o out")
-        self._make_parent()
         self._check_link()
+        self._make_parent()
         with _signals_held():  # a stop signal takes effect once the lock and staging are held
             try:
                 self._open_parent()
@@ -389,14 +390,23 @@ class OutputDir:
             parent.mkdir(parents=True, exist_ok=True)
 
     def _check_link(self) -> None:
-        """A symlink OUT is followed only if this user (or root) made the link."""
-        try:
-            st = os.lstat(self.given)
-        except OSError:
-            return
+        """A symlink on the way to OUT (OUT itself included) is followed only if this user
+        or root made it: another user's link in a shared folder could send the output (and
+        the lock and staging folder) anywhere."""
         euid = _euid()
-        if stat.S_ISLNK(st.st_mode) and euid is not None and st.st_uid not in (euid, 0):
-            raise _refuse(self.shown, f"it is a symbolic link of another user (uid {st.st_uid})")
+        if euid is None:
+            return
+        path = os.path.abspath(self.given)
+        parts = Path(path).parts
+        for i in range(1, len(parts)):
+            step = os.path.join(*parts[: i + 1])
+            try:
+                st = os.lstat(step)
+            except OSError:
+                return
+            if stat.S_ISLNK(st.st_mode) and st.st_uid not in (euid, 0):
+                shown = self.shown if i == len(parts) - 1 else step
+                raise _refuse(shown, f"it is a symbolic link of another user (uid {st.st_uid})")
 
     def _open_parent(self) -> None:
         if self._pfd is None and _DIR_FD:
