@@ -336,3 +336,14 @@ def test_a_misspelt_dataset_prefix_is_a_warning_with_did_you_mean(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert "datasets[0].assistant_prefx" in proc.stderr
     assert "did you mean 'assistant_prefix'?" in proc.stderr
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tools_from_a_dataset_and_documents_from_a_model(tmp_path: Path, kind: str) -> None:
+    model = {"abbr": "sw", "parser": "hf_chat", "chat_template": SWITCHES,
+             "tokenizer": str(llama32()), "documents": [{"title": "T", "text": "x"}]}
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    (rec,), _ = _compile(tmp_path, _write(tmp_path, kind, model, {"tools": tools}))
+    assert rec["prompt"] == (
+        '<|begin_of_text|><tools>[{"type": "function", "function": {"name": "f"}}]</tools>\n'
+        '<doc title="T">x</doc>\n<|user|>2+2?\n<|end_of_text|><|assistant|>')
