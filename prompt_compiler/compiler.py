@@ -85,9 +85,13 @@ def _template_arguments(kind: str, params: Mapping[str, Any], takes: tuple[str, 
         why = f"missing 1 required positional argument: '{takes[0]}'"
     else:
         return
+    import difflib
+
+    close = difflib.get_close_matches(unknown[0], takes + ours, n=1) if unknown else []
     raise TemplateTypeError(
         f"{kind} takes {', '.join(takes + ours)}; "
-        + (f"unexpected: {', '.join(unknown)}" if unknown else f"{takes[0]!r} is missing"),
+        + (f"unexpected: {', '.join(unknown)}" if unknown else f"{takes[0]!r} is missing")
+        + (f" (did you mean {close[0]!r}?)" if close else ""),
         key_path=where, reference=("TypeError", f"{kind}.__init__() {why}"))
 
 

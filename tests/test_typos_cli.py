@@ -203,3 +203,44 @@ def test_output_column_and_placeholder_no_row_has(tmp_path: Path, kind: str, row
     data = tmp_path / "data" if rows == "data-dir" else None
     with pytest.raises(PromptCompilerError, match="questoin"):
         list(pc.compile(suite, strict=True, data_dir=data))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_output_column_and_placeholder_with_parquet_rows(tmp_path: Path, kind: str) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    make = _yaml if kind == "yaml" else _py
+    text = make(rows="path", template="Q: {questoin}").replace("data/qa.jsonl", "data/qa.parquet")
+    text = text.replace("output_column: answer", "output_column: answr").replace(
+        "output_column='answer'", "output_column='answr'")
+    name = _write(tmp_path, kind, text)
+    pq.write_table(pa.table({"question": ["2+2?"], "answer": ["4"]}),
+                   str(tmp_path / "data" / "qa.parquet"))
+    proc = run_cli(name, "--check", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    where = f"{name}: dataset 'qa', at datasets[0]"
+    assert proc.stderr.startswith(
+        f"compile-prompts: warning: {where}.infer_cfg.prompt_template.template: placeholder "
+        "{questoin} names no column, so it stays in the prompt verbatim; did you mean "
+        "{question}?\n"
+        f"compile-prompts: warning: {where}.reader_cfg.output_column: output_column 'answr' "
+        "names no column of the rows (did you mean 'answer'?), so every record's gold is null\n")
+    proc = run_cli(name, "--check", "--strict", cwd=tmp_path)
+    assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_misspelt_prompt_template_key(tmp_path: Path, kind: str) -> None:
+    make = _yaml if kind == "yaml" else _py
+    text = make(rows="inline")
+    text = text.replace("template: 'Q: {question}'}", "template: 'Q: {question}', ice_tokn: '<E>'}")
+    text = text.replace("template='Q: {question}'),", "template='Q: {question}', ice_tokn='<E>'),")
+    name = _write(tmp_path, kind, text)
+    for mode in ("default", "compat"):
+        proc = run_cli(name, "--check", "--mode", mode, cwd=tmp_path)
+        assert proc.returncode == 1
+        assert proc.stderr == (
+            f"compile-prompts: error: {name}: dataset 'qa', model 'm', at "
+            "datasets[0].infer_cfg.prompt_template: PromptTemplate takes template, ice_token, "
+            "sep_token, engine; unexpected: ice_tokn (did you mean 'ice_token'?)\n")
