@@ -58,6 +58,8 @@ class ray_session:  # noqa: N801 - used as a context manager, like open()
         ray = require_ray()
         if ray.is_initialized():
             return ray
+        if self.address:
+            _reachable(self.address)
         try:
             if self.address:
                 ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
@@ -78,6 +80,25 @@ class ray_session:  # noqa: N801 - used as a context manager, like open()
             import ray
 
             ray.shutdown()
+
+
+def _reachable(address: str) -> None:
+    """Fail at once, in one line, if ``HOST:PORT`` takes no connection (Ray itself retries
+    for minutes); ``auto``, ``local`` and ``ray://`` addresses are left to Ray."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as exc:
+        from .errors import ConfigError
+
+        raise ConfigError(f"cannot reach the Ray cluster at --ray-address {address}: "
+                          f"{exc.strerror or exc}",
+                          hint="give the head node's GCS address (HOST:6379), or 'auto' "
+                               "inside a Ray job") from None
 
 
 def _worker_job(pair: Any, data_dir: Path | None, mode: str

@@ -266,3 +266,27 @@ def test_compile_dataset_gives_the_cli_records(big: Path, local_out: Path, clust
     assert [vocab.decode(r["tokenized_prompt"]) for r in got] == [r["prompt"] for r in got]
     assert got[5]["prompt"].endswith("Q: 5 plus 5 is 10, lime?\nA:")
     assert all(r["tokenized_prompt"] == r["input_ids"] for r in got)
+
+
+def test_an_unreachable_address_and_a_missing_ray_are_one_line_errors(
+        tmp_path: Path, monkeypatch) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = run_cli(ROOT / "configs", "-o", "out", "--engine", "ray", "--ray-address",
+                   f"127.0.0.1:{port}", cwd=tmp_path, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        f"compile-prompts: error: cannot reach the Ray cluster at --ray-address 127.0.0.1:{port}")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    from prompt_compiler.errors import ConfigError
+    from prompt_compiler.ray import require_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError) as err:
+        require_ray()
+    assert "the Ray engine needs the 'ray' package" in str(err.value)
+    assert "pip install 'prompt-compiler[ray]'" in str(err.value)
