@@ -72,6 +72,18 @@ def test_fuzz_tool_reports_its_figures() -> None:
     assert proc.returncode == 0
 
 
+def test_cli_examples_in_every_environment_variant() -> None:
+    """``--cli`` runs examples plain, under LC_ALL=C, with --jobs 2, with a symlink planted
+    at the lock's path and stopped by SIGTERM (tools/fuzz.py VARIANTS): none may crash."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "fuzz.py"), "--examples", "1", "--no-corpus",
+         "--seed", "5", "--cli", "10"],
+        capture_output=True, text=True, timeout=300, cwd=REPO)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == ("1 examples, 0 crashes, 0 hangs; CLI subprocess: 10 examples, 0 crashes, "
+                    "0 hangs"), proc.stdout + proc.stderr
+
+
 # -- the known crash sites, from files on disk ----------------------------------------------------
 
 ROWS = [{"question": "q1", "answer": "a1"}, {"question": "q2", "answer": "a2"}]

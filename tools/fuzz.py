@@ -14,7 +14,9 @@ command, a traceback, a multi-line error, bad output. An example that runs longe
 limited to ``--memory-mb`` of address space, so a memory blow-up is a crash.
 
 ``--cli N`` also runs the first N examples through the installed CLI as a real subprocess
-(``python -m prompt_compiler``): exit 0/1/2 and no ``Traceback`` on stderr.
+(``python -m prompt_compiler``): exit 0/1/2 and no ``Traceback`` on stderr; in turn plain,
+under ``LC_ALL=C``, with ``--jobs 2``, with a symlink planted at the lock's path, and
+stopped by SIGTERM at a random moment (see ``VARIANTS``).
 
 The last lines are ``N examples, M crashes, H hangs`` and one line per distinct crash site
 (exception type and the innermost ``prompt_compiler`` frame), with a seed that replays it:
@@ -224,17 +226,56 @@ class _Pool:
 # -- the real CLI as a subprocess -------------------------------------------------------------
 
 
-def run_subprocess(case: Case, folder: Path, timeout: float) -> Outcome:
+VARIANTS = ("plain", "ascii-locale", "jobs-2", "planted-lock-link", "sigterm")
+"""How the ``--cli`` examples run, in turn: as written; under ``LC_ALL=C`` with UTF-8 mode
+off; with ``--jobs 2``; with a symlink planted at OUT's lock path (the run must refuse it
+and leave the link's target alone); sent SIGTERM at a random moment (exit 143 and one
+line, or the run's own outcome if it ended first)."""
+
+
+def run_subprocess(case: Case, folder: Path, timeout: float, variant: str = "plain",
+                   delay: float = 0.0) -> Outcome:
     write_case(case, folder)
+    args = list(case.args)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPT_COMPILER_TEST")}
+    canary = folder.parent / f"{folder.name}.canary"
+    if variant == "ascii-locale":
+        env.update(LC_ALL="C", PYTHONUTF8="0")
+        env.pop("PYTHONIOENCODING", None)
+    elif variant == "jobs-2" and any(not a.startswith("-") for a in args):
+        args += ["--jobs", "2"]
+    elif variant == "planted-lock-link":
+        canary.write_bytes(b"not yours\n")
+        (folder / ".out.compile-prompts-lock").symlink_to(canary)
+    proc = subprocess.Popen([sys.executable, "-m", "prompt_compiler", *args], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
-        proc = subprocess.run([sys.executable, "-m", "prompt_compiler", *case.args], cwd=folder,
-                              capture_output=True, timeout=timeout)
+        if variant == "sigterm":
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(delay)
+            if proc.poll() is None:
+                proc.terminate()
+        _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         return Outcome("hang", detail=f"over {timeout:g}s")
-    stderr = proc.stderr.decode("utf-8", "replace")
-    if proc.returncode not in (0, 1, 2):
-        return Outcome("crash", f"exit status {proc.returncode}", stderr[-300:], proc.returncode)
-    return judge(proc.returncode, stderr, folder / "out")
+    stderr = err.decode("utf-8", "replace")
+    code = proc.returncode
+    if variant == "planted-lock-link":
+        same = canary.read_bytes() == b"not yours\n"
+        canary.unlink()
+        if not same:
+            return Outcome("crash", "wrote through a planted lock link", stderr[-300:], code)
+        if code == 0 and (folder / "out" / "manifest.json").exists():
+            return Outcome("crash", "a planted lock link was not refused", stderr[-300:], code)
+    if variant == "sigterm" and code == 128 + 15:
+        if stderr != "compile-prompts: stopped by SIGTERM\n":
+            return Outcome("crash", "stop is not one line", stderr[-300:], code)
+        return Outcome("ok", exit=code)
+    if code not in (0, 1, 2):
+        return Outcome("crash", f"exit status {code}", stderr[-300:], code)
+    return judge(code, stderr, folder / "out")
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -309,7 +350,9 @@ def _run(args: argparse.Namespace, corpus: list[Any], base: str) -> int:
         for index in range(args.cli):
             case = make_case(random.Random(example_seed(args.seed, index)), corpus)
             folder = Path(tempfile.mkdtemp(prefix=f"cli{index}.", dir=base))
-            outcome = run_subprocess(case, folder, max(args.timeout, 60.0))
+            variant = VARIANTS[index % len(VARIANTS)]
+            delay = random.Random(example_seed(args.seed, index)).uniform(0.05, 1.0)
+            outcome = run_subprocess(case, folder, max(args.timeout, 60.0), variant, delay)
             shutil.rmtree(folder, ignore_errors=True)
             if outcome.status != "ok":
                 cli_crashes += outcome.status == "crash"
