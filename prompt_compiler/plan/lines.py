@@ -130,9 +130,17 @@ class Lines:
                        + orjson.dumps(model.abbr) + b', "mode": "' + kind.encode()
                        + b'", "index": ')
         settings = job.settings
-        self.settings = record_bytes({"max_out_len": settings.max_out_len,
-                                      "stop": list(settings.stop),
-                                      "stop_token_ids": list(settings.stop_token_ids)})[1:-2]
+        self.settings = b", " + record_bytes({"max_out_len": settings.max_out_len,
+                                              "stop": list(settings.stop),
+                                              "stop_token_ids": list(settings.stop_token_ids)}
+                                             )[1:-2]
+        self.ids: Any = None  # with tokenize: the JSON of a prompt's input_ids
+        self.record_ids: Any = None
+        if model.tokenize:
+            from ..model.token_ids import IdsJson, RecordIds
+
+            self.ids, self.record_ids = IdsJson(job), RecordIds(job)
+        self.mask = b', "mask_length": 0' if kind == "ppl" else b""
 
     # -- shapes ---------------------------------------------------------------------
 
@@ -202,8 +210,9 @@ class Lines:
             values = first.values(row)  # "%s" formats each value as str() does
             col = self.gold
             gold = None if col is None else row.get(col)
-            tail = b'", ' + self.settings + b', "gold": ' + (
+            tail = self.settings + b', "gold": ' + (
                 orjson.dumps(gold) if type(gold) is str else _json(gold)) + b"}\n"
+            ids = self.ids
             idx = row.get("idx", index)
             head = self.prefix + b"%d, \"row\": %d" % (index, idx if type(idx) is int else index)
             decide = self.planner.decide
@@ -216,8 +225,11 @@ class Lines:
                     return None
                 digest = shape.digest.copy()
                 digest.update(rest.encode())
+                # without tokenize: the closing quote of prompt_sha256
+                token_ids = b'"' if ids is None else (
+                    b'", "input_ids": ' + ids(shape.plan.literals[0] + rest) + self.mask)
                 out += (head, shape.head, orjson.dumps(rest)[1:], _SHA,
-                        digest.hexdigest().encode(), tail)
+                        digest.hexdigest().encode(), token_ids, tail)
             return out
         except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError, KeyError):
             return None  # text with no UTF-8 form, NaN, no such column: the generic path names it
@@ -227,7 +239,10 @@ class Lines:
         job = self.job
         out = []
         for rec in self.planner.generic(index, ids):
-            obj = record_json(job.settle(rec))
+            rec = job.settle(rec)
+            if self.record_ids is not None:
+                rec = self.record_ids.add(rec)
+            obj = record_json(rec)
             if obj.get("over_limit"):
                 self.over_limit += 1
             out.append(record_bytes(obj))

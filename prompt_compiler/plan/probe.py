@@ -40,7 +40,8 @@ __all__ = ["Plan", "PlanCache", "compile_plan", "supports"]
 # Model fields a plan reproduces; any other field set away from its default declines.
 _PLAIN_MODEL_FIELDS = {"abbr", "parser", "meta", "max_seq_len", "batch_size", "count_tokens",
                        "meta_raw", "model_class",  # model_class: API request shape only
-                       "max_out_len", "stop_words"}  # generation settings: not the prompt
+                       "max_out_len", "stop_words",  # generation settings: not the prompt
+                       "tokenize"}  # ids are encoded from the prompt the plan fills
 # Job options a plan reproduces when set (none yet: normalizing_str, fewshot and anything new
 # decline unless they are None).
 _PLAIN_OPTIONS: frozenset[str] = frozenset()
