@@ -458,3 +458,12 @@ def test_parquet_is_written_in_row_groups_with_one_schema(tmp_path: Path,
     assert json.loads(table.schema.metadata[b"prompt_compiler.json_columns"]) == ["gold"]
     with pytest.raises(pc.DataError, match="'index' values do not fit"):
         formats.write_parquet([{"index": "zero"}], tmp_path / "bad.parquet")
+
+
+def test_diff_and_view_say_an_engine_output_holds_no_records(tmp_path: Path) -> None:
+    _compile(tmp_path, _suite(tmp_path, "suite.yaml"), "--format", "vllm")
+    for args in (("diff", "out", "out"), ("view", "out", "-o", "r.html")):
+        proc = run_cli(*args, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert "this output holds engine files (--format vllm), not records" in proc.stderr
+        assert "--format records" in proc.stderr

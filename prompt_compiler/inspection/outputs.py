@@ -36,6 +36,12 @@ def record_files(root: Path) -> list[RecordFile]:
     """
     if root.is_file():
         return [RecordFile(root.name, root)]
+    fmt = _engine_format(root)
+    if fmt is not None:
+        raise DataError(f"this output holds engine files (--format {fmt}), not records",
+                        config_path=str(root),
+                        hint="compile again with --format records (the default) to diff or "
+                             "view it")
     found = [
         RecordFile(p.relative_to(root).as_posix(), p)
         for p in sorted(root.glob("*/*.jsonl"))
@@ -46,6 +52,22 @@ def record_files(root: Path) -> list[RecordFile]:
                         "and no <model>/<dataset>.jsonl record files)", config_path=str(root),
                         hint="give the folder compile-prompts -o wrote, or a record file")
     return found
+
+
+def _engine_format(root: Path) -> str | None:
+    """The ``--format`` of an output folder whose manifest lists engine files, else None."""
+    from ..emit.manifest import is_ours
+
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not is_ours(manifest):
+        return None
+    for entry in manifest["outputs"].values():
+        if isinstance(entry, dict) and isinstance(entry.get("format"), str):
+            return str(entry["format"])
+    return None
 
 
 def _has_our_manifest(root: Path) -> bool:
