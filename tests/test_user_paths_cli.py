@@ -227,3 +227,21 @@ def test_bench_tokenize_without_the_tokenizers_extra(tmp_path: Path) -> None:
     assert proc.stderr == (
         "bench_tokenize: needs the tokenizers package: pip install 'prompt-compiler[tokenizers]' "
         "(or give --tokenizer tiktoken:NAME with the tiktoken extra)\n")
+
+
+def test_check_strict_fails_on_lint_findings(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "qa.jsonl").write_text(
+        '{"question": "What is {answer}?", "answer": "4"}\n')
+    (tmp_path / "suite.yaml").write_text(
+        DATASET.replace("PATH", "path: data/qa.jsonl")
+        + "models:\n  - {abbr: m, type: HuggingFaceCausalLM}\n")
+    finding = ("data/qa.jsonl: dataset 'qa', row 0, at line 1, question: template-syntax-in-data: "
+               "value contains '{answer}': compat mode fills it with that column's value when "
+               "the row is formatted\n")
+    proc = run_cli("suite.yaml", "--check", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stderr == f"compile-prompts: warning: {finding}"
+    proc = run_cli("suite.yaml", "--check", "--strict", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert (proc.stdout, proc.stderr) == ("", f"compile-prompts: error: {finding}")

@@ -260,8 +260,11 @@ def _run(args: argparse.Namespace) -> int:
                 findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only,
                                       models=args.models)
             progress.done()
+            level = "error" if args.strict else "warning"  # --strict: every warning fails
             for finding in findings:
-                print(f"compile-prompts: warning: {finding}", file=sys.stderr)
+                print(f"compile-prompts: {level}: {finding}", file=sys.stderr)
+            if args.strict and findings:
+                return 1
     except PromptCompilerError as err:
         progress.done()
         print(f"compile-prompts: error: {one_line(str(err))}", file=sys.stderr)
