@@ -292,7 +292,11 @@ class Compiler:
         prompt = self._template(infer["prompt_template"], "infer_cfg.prompt_template") \
             if "prompt_template" in infer else None
         require_template(ice is not None, prompt is not None)
-        ret_cfg = infer.get("retriever") or {"type": "ZeroRetriever"}
+        if "retriever" not in infer:  # OpenCompass's task reads infer_cfg['retriever'] too
+            raise ConfigError("infer_cfg has no 'retriever'", key_path="infer_cfg.retriever",
+                              hint="add retriever=dict(type='ZeroRetriever') for no in-context "
+                                   "examples")
+        ret_cfg = infer["retriever"]
         if not isinstance(ret_cfg, Mapping):
             raise ConfigError("retriever must be a dict with a 'type'",
                               key_path="infer_cfg.retriever")

@@ -61,6 +61,8 @@ def cases() -> list[Path]:
 
 @pytest.mark.skipif(not cases(), reason="../shared/conformance is not beside this clone")
 @pytest.mark.parametrize("mode", ["default", "opencompass"])
+# API cases whose templates hold bare strings: OpenCompass's UserWarning, not this test's subject
+@pytest.mark.filterwarnings("ignore:Non-empty string in prompt template")
 def test_every_conformance_case_compiles_the_same_through_the_plan(mode):
     planned_cases = 0
     for path in cases():

@@ -123,7 +123,7 @@ def normalize_dataset(
             raise ConfigError(f"the dataset has no '{key}'", key_path=f"{key_path}.{key}", **where)
         _require_dict(entry[key], "a dict", config_path, f"{key_path}.{key}", abbr)
     infer = entry["infer_cfg"]
-    # No retriever: ZeroRetriever, as in the library (Compiler.job).
+    # A missing retriever is an error, from files and in the library (Compiler.job).
     if "inferencer" not in infer:
         raise ConfigError(
             "infer_cfg has no 'inferencer'", key_path=f"{key_path}.infer_cfg.inferencer", **where
