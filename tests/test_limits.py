@@ -431,3 +431,78 @@ def test_a_chat_template_is_bounded_too(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(text, encoding="utf-8")
     line = one_error(tmp_path, "t.yaml")
     assert "center() would build 1,000,000,000 characters; " + LIMIT_TAIL in line, line
+
+
+# --- growth in compat mode, the final prompt, max_seq_len over thousands of examples ---------------
+
+
+def _fixk_suite(examples: int, max_seq_len: int) -> dict:
+    train = [{"question": f"q{i}", "answer": f"a{i}"} for i in range(examples)]
+    return {"datasets": [{
+        "abbr": "d", "reader_cfg": {"input_columns": ["question"], "output_column": "answer"},
+        "infer_cfg": {
+            "ice_template": {"type": "PromptTemplate", "template": "Q: {question} A: {answer}\n"},
+            "prompt_template": {"type": "PromptTemplate", "template": "</E>Q: {question} A:",
+                                "ice_token": "</E>"},
+            "retriever": {"type": "FixKRetriever", "fix_id_list": list(range(examples))},
+            "inferencer": {"type": "GenInferencer"}},
+        "splits": {"train": train, "test": [{"question": "x", "answer": "y"}]}}],
+        "models": [{"abbr": "m", "parser": "lm", "meta_template": None,
+                    "max_seq_len": max_seq_len}]}
+
+
+@pytest.mark.parametrize("mode", ["default", "compat"])
+def test_max_seq_len_1_over_6000_examples_is_quick(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(_fixk_suite(6000, 1)), encoding="utf-8")
+    proc, took = run_capped("s.json", "-o", "out", "--mode", mode, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert took < SECONDS
+    record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
+    # OpenCompass joins examples with ice_separator "\n" and ends them with ice_eos_token "\n"
+    assert (record["prompt"], record["ice_ids"], record["over_limit"]) == ("\nQ: x A:", [], True)
+    assert record["dropped_ice_ids"] == list(range(6000))
+
+
+@pytest.mark.parametrize("mode", ["default", "compat"])
+def test_max_seq_len_keeps_the_examples_that_fit(tmp_path: Path, mode: str) -> None:
+    # whitespace tokens: 4 per example ("Q: qi A: ai"), 3 for "Q: x A:"; 10 examples fit 43
+    (tmp_path / "s.json").write_text(json.dumps(_fixk_suite(40, 43)), encoding="utf-8")
+    proc, _ = run_capped("s.json", "-o", "out", "--mode", mode, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
+    assert record["ice_ids"] == list(range(10))
+    examples = "\n".join(f"Q: q{i} A: a{i}\n" for i in range(10))
+    assert record["prompt"] == examples + "\nQ: x A:"
+    assert (record["token_len_before"], record["token_len_after"]) == (163, 43)
+
+
+def test_compat_refill_stops_as_it_grows(tmp_path: Path) -> None:
+    row = {"question": "{c1}" * 20, **{f"c{i}": f"{{c{i + 1}}}" * 20 for i in range(1, 8)},
+           "c8": "x", "answer": "a"}  # 752 bytes of JSON; re-filled it would be 20^8 characters
+    suite = {"datasets": [{"abbr": "d", "reader_cfg": {"input_columns": list(row)[:-1],
+                                                       "output_column": "answer"},
+                           "infer_cfg": {"prompt_template": {"type": "PromptTemplate",
+                                                             "template": "Q: {question}"},
+                                         "retriever": {"type": "ZeroRetriever"},
+                                         "inferencer": {"type": "GenInferencer"}},
+                           "rows": [row]}],
+             "models": [{"abbr": "m", "parser": "lm", "meta_template": None}]}
+    (tmp_path / "s.json").write_text(json.dumps(suite), encoding="utf-8")
+    assert one_error(tmp_path, "s.json", "--mode", "compat") == (
+        "compile-prompts: error: s.json: dataset 'd', model 'm', row 0, at "
+        "datasets[0].infer_cfg.prompt_template: filling {c5} again inside inserted values "
+        "(OpenCompass's re-fill, defect D1) would build 256,000,003 characters; " + LIMIT_TAIL
+        + " (hint: --mode default fills each placeholder once)")
+    proc, _ = run_capped("s.json", "-o", "out", "--mode", "default", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == "Q: " + "{c1}" * 20
+
+
+def test_a_prompt_over_the_limit_is_refused_naming_the_row(tmp_path: Path) -> None:
+    text = HEAD.format(where="    rows: [{question: q, answer: a}, {question: "
+                       + "long" * 30 + ", answer: a}]\n")
+    (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml", PROMPT_COMPILER_MAX_PROMPT_CHARS="100") == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm', row 1: the prompt has 123 "
+        "characters; the limit is 100 characters (PROMPT_COMPILER_MAX_PROMPT_CHARS raises it)")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from ..data.reader import DatasetRows, ReaderConfig, RowView
 from ..errors import (
@@ -22,7 +22,9 @@ from ..retrieve.basic import Retriever
 from ..template.prompt_template import Ice, PromptTemplate, require_template
 from ..template.raw_template import RawPromptTemplate
 
-__all__ = ["SPANS_UNKNOWN", "Job", "Record", "Template", "row_id"]
+__all__ = ["SPANS_UNKNOWN", "Job", "Record", "Template", "fit_examples", "kept_count", "row_id"]
+
+_T = TypeVar("_T")
 
 Template = PromptTemplate | RawPromptTemplate
 
@@ -329,3 +331,46 @@ class Job:
         prompt, chat, delivered = self.model.inputs(rendered, mode, self.policy)
         return {"prompt": prompt, "rendered": rendered, "chat_messages": chat,
                 "model_input": delivered}
+
+
+_ONE_BY_ONE = 8
+"""Examples dropped one at a time before :func:`kept_count` switches to a binary search."""
+
+
+def kept_count(total: int, over: Callable[[int], bool]) -> int:
+    """How many leading examples OpenCompass's loop keeps: "while examples remain and the
+    prompt is over ``max_seq_len``, drop the last one" (``over(total)`` is known to be true).
+
+    The first :data:`_ONE_BY_ONE` drops are tried one at a time, as the loop does; past them the
+    kept count is binary-searched, since a prompt's length grows with its examples: a loop
+    that rebuilt the prompt after each drop took O(n²) (14 s and 1.2 GB for 6,000 examples
+    and ``max_seq_len: 1``), this takes O(n log n).
+    """
+    kept = total
+    for _ in range(_ONE_BY_ONE):
+        kept -= 1
+        if kept <= 0 or not over(kept):
+            return max(kept, 0)
+    low, high = 0, kept  # over(high) holds; low is 0 or fits
+    while high - low > 1:
+        middle = (low + high) // 2
+        if over(middle):
+            high = middle
+        else:
+            low = middle
+    return low
+
+
+def fit_examples(ids: Sequence[int], build: Callable[[list[int]], _T],
+                 over: Callable[[_T], bool]) -> tuple[int, _T]:
+    """(kept count, what ``build`` made of the kept examples), for ``ids`` whose full prompt
+    is over ``max_seq_len`` (``over(build(ids))`` holds); see :func:`kept_count`."""
+    tried: dict[int, _T] = {}
+
+    def attempt(kept: int) -> _T:
+        if kept not in tried:
+            tried[kept] = build(list(ids[:kept]))
+        return tried[kept]
+
+    kept = kept_count(len(ids), lambda k: over(attempt(k)))
+    return kept, attempt(kept)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from .base import Job, Record
+from .base import Job, Record, fit_examples
 
 __all__ = ["gen_record", "gen_records"]
 
@@ -26,12 +27,21 @@ def gen_record(job: Job, index: int, ids: Sequence[int],
     prompt = job.gen_prompt(index, job.build_ice(used), gen_field_replace_token)
     rendered = model.render(prompt, "gen", job.policy)
     n = full = job.token_len(rendered) if job.counts_tokens else None
-    if model.max_seq_len is not None:
-        while used and n is not None and n > model.max_seq_len:
-            used.pop()
-            prompt = job.gen_prompt(index, job.build_ice(used), gen_field_replace_token)
-            rendered = model.render(prompt, "gen", job.policy)
-            n = job.token_len(rendered)
+    limit = model.max_seq_len
+    if limit is not None and used and n is not None and n > limit:
+        most: int = limit
+
+        def build(kept: list[int]) -> tuple[Any, Any, int]:
+            built = job.gen_prompt(index, job.build_ice(kept), gen_field_replace_token)
+            shown = model.render(built, "gen", job.policy)
+            return built, shown, job.token_len(shown)
+
+        def over(built: tuple[Any, Any, int]) -> bool:
+            return built[2] > most
+
+        kept, found = fit_examples(used, build, over)
+        prompt, rendered, n = found
+        del used[kept:]
     return Record(
         dataset=job.abbr, model=model.abbr, mode="gen", index=index,
         intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids),

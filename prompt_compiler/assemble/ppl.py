@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import RenderError
 from ..template.raw_template import RawPromptTemplate
-from .base import Job, Record
+from .base import Job, Record, fit_examples
 
 __all__ = ["ppl_records", "ppl_reference_failure", "ppl_row_records"]
 
@@ -67,19 +68,23 @@ def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[A
     built = [build(index, used, lb, remain_sep) for lb in labels]
     full = [n for _, _, n in built]
     if limit is not None and policy.fixes("D5"):
-        while used and any(n is not None and n > limit for _, _, n in built):
-            used.pop()
-            built = [build(index, used, lb, remain_sep) for lb in labels]
+        if used and any(n is not None and n > limit for _, _, n in built):
+            kept, built = fit_examples(
+                used, lambda kept: [build(index, kept, lb, remain_sep) for lb in labels],
+                lambda b: any(n is not None and n > limit for _, _, n in b))
+            del used[kept:]
     out = []
     for k, (label, (prompt, rendered, token_len)) in enumerate(zip(labels, built, strict=True)):
         if limit is not None and not policy.fixes("D5"):
             if len(used) < len(ids):
                 # OpenCompass carries the shortened list over from earlier labels (D5).
                 prompt, rendered, token_len = build(index, used, label, remain_sep)
-            while used and token_len is not None and token_len > limit:
-                used.pop()
+            if used and token_len is not None and token_len > limit:
                 # OpenCompass rebuilds without remain_sep here.
-                prompt, rendered, token_len = build(index, used, label, False)
+                kept, (prompt, rendered, token_len) = fit_examples(
+                    used, functools.partial(_build_for, build, index, label),
+                    functools.partial(_over, limit))
+                del used[kept:]
         extra: dict[str, Any] = {}
         if normalizing_str is not None:
             extra = _split_normalizing(job, prompt, normalizing_str)
@@ -114,3 +119,12 @@ def ppl_reference_failure(job: Job, first_ice: Any) -> tuple[str, str] | None:
     return ("TypeError", "'in <string>' requires string as left operand, not PromptList")
 
 
+
+
+def _build_for(build: Callable[[int, list[int], Any, bool], Any], index: int, label: Any,
+               kept: list[int]) -> Any:
+    return build(index, kept, label, False)
+
+
+def _over(limit: int, built: tuple[Any, Any, int | None]) -> bool:
+    return built[2] is not None and built[2] > limit

@@ -39,8 +39,9 @@ from typing import Any
 
 import orjson
 
+from .. import limits
 from ..assemble.base import SPANS_UNKNOWN, Record
-from ..errors import DataError
+from ..errors import DataError, LimitError
 from ..promptlist import canonical_prompt, json_default, prompt_sha256
 from ..values import is_finite_json
 
@@ -106,9 +107,15 @@ def record_json(rec: Record) -> dict[str, Any]:
     """
     given = rec.prompt
     try:
-        prompt = given if isinstance(given, str) else json.loads(canonical_prompt(given))
+        text = given if isinstance(given, str) else canonical_prompt(given)
     except ValueError as exc:  # NaN/Infinity inside a message list
         raise _unwritable(rec, "prompt", exc) from None
+    limit = limits.current().prompt_chars
+    if len(text) > limit:  # the final check; templates are bounded as they render
+        raise LimitError(f"the prompt has {len(text):,} characters; "
+                         + limits.describe("prompt_chars", limit, "characters"),
+                         dataset=rec.dataset, model=rec.model, row=rec.index)
+    prompt = text if isinstance(given, str) else json.loads(text)
     try:
         digest = prompt_sha256(prompt)
     except DataError as err:

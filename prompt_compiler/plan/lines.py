@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from .. import limits
 from ..assemble.base import Job
 from ..emit.records import record_bytes, record_json
 from .core import GENERIC, RowPlanner, job_labels, plannable
@@ -123,6 +124,7 @@ class Lines:
         self.labels: list[Any] = [] if kind == "gen" else job_labels(job, params)
         extra = params.get("gen_field_replace_token", "") if kind == "gen" else self.labels
         self.planner = RowPlanner(job, kind, extra, retrieved, rows=rows)
+        self.prompt_chars = limits.current().prompt_chars  # longer: the generic path refuses
         self.shapes: dict[tuple[int, ...], list[_Shape]] = {}
         model = job.model
         self.gold = job.reader.output_column
@@ -221,6 +223,8 @@ class Lines:
                 if shape.values is not first.values:
                     values = shape.values(row)
                 rest = shape.rest % values
+                if len(rest) + len(shape.plan.literals[0]) > self.prompt_chars:
+                    return None
                 if decide(shape.plan, values, rest) == GENERIC:
                     return None
                 digest = shape.digest.copy()

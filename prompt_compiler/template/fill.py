@@ -25,6 +25,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from .. import limits
+from ..errors import LimitError
+
 __all__ = ["VALUE_TAGGER", "Pattern", "RowValues", "fill_sequential", "fill_single_pass"]
 
 VALUE_TAGGER: ContextVar[Callable[[Mapping[str, Any], str, str], str] | None] = ContextVar(
@@ -114,9 +117,27 @@ def _parse(text: str) -> Pattern:
 
 
 def fill_sequential(text: str, values: Mapping[str, str]) -> str:
-    """OpenCompass's ``safe_format``: replace ``{k}`` for each key in order, re-scanning."""
+    """OpenCompass's ``safe_format``: replace ``{k}`` for each key in order, re-scanning.
+
+    Re-filling can grow the text exponentially (a value holding its own placeholder twice);
+    each step's size is computed before it is built, and a step past the prompt-size limit
+    raises :class:`~prompt_compiler.errors.LimitError`.
+    """
+    limit = 0
     for key, value in values.items():
-        text = text.replace("{" + key + "}", value)
+        slot = "{" + key + "}"
+        if len(value) > len(slot):
+            count = text.count(slot)
+            if count:
+                limit = limit or limits.current().prompt_chars
+                size = len(text) + count * (len(value) - len(slot))
+                if size > limit:
+                    raise LimitError(
+                        f"filling {slot[:40]} again inside inserted values (OpenCompass's "
+                        f"re-fill, defect D1) would build {size:,} characters; "
+                        + limits.describe("prompt_chars", limit, "characters"),
+                        hint="--mode default fills each placeholder once")
+        text = text.replace(slot, value)
     return text
 
 

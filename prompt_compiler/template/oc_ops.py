@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import RenderError
+from .. import limits
+from ..errors import LimitError, RenderError
 from ..promptlist import Item, PromptList, RoleItem
 from .fill import Pattern, RowValues
 
@@ -50,12 +51,14 @@ def oc_replace(tp: Rendered, src: str, dst: Ice, *, where: str = "template") -> 
     """``str.replace`` / ``PromptList.replace`` exactly as OpenCompass does them."""
     if isinstance(tp, str):
         if isinstance(dst, str):
+            check_growth(tp, src, dst)
             return tp.replace(src, dst)
         raise str_template_with_list_ice(where)
     out: list[Item] = []
     for item in tp:
         if isinstance(item, str):
             if isinstance(dst, str):
+                check_growth(item, src, dst)
                 out.append(item.replace(src, dst))
             elif isinstance(dst, PromptList):
                 pieces = item.split(src)
@@ -75,6 +78,19 @@ def oc_replace(tp: Rendered, src: str, dst: Ice, *, where: str = "template") -> 
         else:
             out.append(item)
     return PromptList(tuple(out))
+
+
+def check_growth(text: str, src: str, dst: str) -> None:
+    """Refuse ``text.replace(src, dst)`` when its result would pass the prompt-size limit."""
+    if len(dst) > len(src) and src:
+        count = text.count(src)
+        if count > 1:
+            limit = limits.current().prompt_chars
+            size = len(text) + count * (len(dst) - len(src))
+            if size > limit:
+                raise LimitError(f"putting the in-context examples at each of the {count:,} "
+                                 f"{src[:40]!r} would build {size:,} characters; "
+                                 + limits.describe("prompt_chars", limit, "characters"))
 
 
 def oc_format(tp: Rendered, values: RowValues) -> Rendered:
