@@ -114,8 +114,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def _again(_: int, frame: FrameType | None) -> None:
     signum = _state.pop("later", None)
-    if signum is not None:
+    if signum is None:
+        return
+    if _state.get("active"):
         _stop(signum, frame)
+    else:  # the run has ended meanwhile: stop the process as outside a run
+        _quit(signum, frame)
 
 
 @contextlib.contextmanager
@@ -128,8 +132,18 @@ def stopping() -> Iterator[None]:
     except ValueError:  # not the main thread (a library caller): leave signals alone
         yield
         return
+    _state["active"] = 1
     try:
         yield
     finally:
+        _state.pop("active", None)
         for sig, handler in old.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        later = _state.pop("later", None)
+        if later is not None:  # a signal still waiting for a safe moment: it ends the process
+            if hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            if old.get(later) is _quit:
+                _quit(later, None)
+            else:
+                signal.raise_signal(later)
