@@ -129,7 +129,7 @@ def ids_benchmark(rows: int, folder: str | None) -> None:
     start = time.perf_counter()
     batch = [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
     t_batch = time.perf_counter() - start
-    fast = PrefixIds.of_file(backend, tok.name)
+    fast = PrefixIds.of_backend(backend)
     start = time.perf_counter()
     ours = [fast.encode(t) for t in texts]
     t_ours = time.perf_counter() - start

@@ -63,7 +63,7 @@ def _json_value(value: Any) -> bytes:
     if kind is int:
         return str(value).encode()
     if kind is list and all(type(v) is int for v in value):
-        return ("[" + ", ".join(map(str, value)) + "]").encode()
+        return repr(value).encode()  # "[1, 2]": a list of ints' repr is its JSON
     if value is None:
         return b"null"
     if kind is bool:

@@ -127,6 +127,23 @@ class PrefixIds:
                                            or [] if t.get("content")}))
 
     @classmethod
+    def of_backend(cls, backend: Any) -> PrefixIds:
+        """For a loaded ``tokenizers.Tokenizer``: its pipeline read from its components
+        (as ``tokenizer.json`` writes them), not by parsing the whole file again."""
+        try:
+            normalizer = backend.normalizer
+            spec: dict[str, Any] | None = {
+                "normalizer": json.loads(normalizer.__getstate__()) if normalizer else None,
+                "pre_tokenizer": json.loads(backend.pre_tokenizer.__getstate__())
+                if backend.pre_tokenizer else None,
+                "model": {"type": type(backend.model).__name__},
+                "added_tokens": [{"content": t.content, "lstrip": t.lstrip}
+                                 for t in backend.get_added_tokens_decoder().values()]}
+        except (AttributeError, TypeError, ValueError):
+            spec = None
+        return cls(backend, spec)
+
+    @classmethod
     def of_file(cls, backend: Any, file: str) -> PrefixIds:
         try:
             with open(file, encoding="utf-8") as fh:

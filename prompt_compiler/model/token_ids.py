@@ -188,6 +188,6 @@ class IdsJson:
                     head = self.heads[prefix] = ", ".join(map(str, [*lead, *head_ids])).encode()
                 if not rest:
                     return b"[" + head + b"]"
-                return b"[" + head + b", " + ", ".join(map(str, rest)).encode() + b"]"
-        ids = prompt_ids(self.model, text, self.policy)
-        return ("[" + ", ".join(map(str, ids)) + "]").encode()
+                # a list of ints' repr is its JSON as record_bytes writes it ("1, 2")
+                return b"[" + head + b", " + repr(rest)[1:].encode()
+        return repr(prompt_ids(self.model, text, self.policy)).encode()

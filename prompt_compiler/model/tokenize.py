@@ -221,7 +221,7 @@ class HFTokenizer(Tokenizer):
         if fast is None:
             from .fast_ids import PrefixIds
 
-            fast = self._fast = PrefixIds.of_file(self.backend, self.name)
+            fast = self._fast = PrefixIds.of_backend(self.backend)
         ids: list[int] = fast.encode(text)
         return ids
 
