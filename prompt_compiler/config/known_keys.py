@@ -61,7 +61,7 @@ PROJECT_MODEL_KEYS = frozenset({
     "system_role", "template_kwargs", "api_format", "prompter", "tokenizer", "chat_template",
     # chat template inputs (chat_template_kwargs is also a VLLMwithChatTemplate parameter)
     "chat_template_kwargs", "date", "assistant_prefix", "tools", "documents",
-    "tokenize",
+    "tokenize", "stop_words", "path",
 })
 """Model keys this project reads. Add a new model key here (and to docs/configs.md)."""
 
@@ -226,19 +226,23 @@ def check_required_spelling(entry: Mapping[str, Any], config_path: str, key_path
 
 
 def model_key_notes(entry: Mapping[str, Any], class_name: str | None, config_path: str,
-                    key_path: str, abbr: str) -> tuple[PromptCompilerError, ...]:
-    """Warnings (and compat-mode errors: those with a ``reference``) for a model's keys."""
+                    key_path: str, abbr: str, read: Iterable[str] = ()
+                    ) -> tuple[PromptCompilerError, ...]:
+    """Warnings (and compat-mode errors: those with a ``reference``) for a model's keys.
+
+    ``read``: further keys the caller reads (normalize's pass-through keys), known too."""
     notes: list[PromptCompilerError] = []
+    ours = PROJECT_MODEL_KEYS | frozenset(read)
     where: dict[str, Any] = {"config_path": config_path, "model": abbr}
     params = OPENCOMPASS_MODEL_PARAMS.get(class_name or "")
     for key in entry:
-        if not isinstance(key, str) or key in PROJECT_MODEL_KEYS or key in OPENCOMPASS_BUILD_KEYS:
+        if not isinstance(key, str) or key in ours or key in OPENCOMPASS_BUILD_KEYS:
             continue
         sub = f"{key_path}.{key}"
         if params is None:  # no OpenCompass class known: only a near miss is worth a word
             if key in _ALL_MODEL_PARAMS:
                 continue
-            close = close_key(key, PROJECT_MODEL_KEYS | _ALL_MODEL_PARAMS | OPENCOMPASS_BUILD_KEYS)
+            close = close_key(key, ours | _ALL_MODEL_PARAMS | OPENCOMPASS_BUILD_KEYS)
             if close:
                 notes.append(ConfigError(
                     f"model key {key!r} is read neither by this project nor by OpenCompass"
@@ -247,7 +251,7 @@ def model_key_notes(entry: Mapping[str, Any], class_name: str | None, config_pat
         taken, kwargs = params
         if key in taken:
             continue
-        close = close_key(key, taken | PROJECT_MODEL_KEYS | OPENCOMPASS_BUILD_KEYS)
+        close = close_key(key, taken | ours | OPENCOMPASS_BUILD_KEYS)
         if kwargs:
             notes.append(ConfigError(
                 f"OpenCompass's {class_name} takes no key {key!r}{_mean(close)}; OpenCompass "

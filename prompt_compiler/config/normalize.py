@@ -315,7 +315,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     _check_model(spec, key_path, where)
     return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
                        files=tuple(files),
-                       notes=model_key_notes(entry, class_name, config_path, key_path, abbr))
+                       notes=model_key_notes(entry, class_name, config_path, key_path, abbr,
+                                             _MODEL_PASS_KEYS))
 
 
 # What a tokenizer folder contributes to a count (prompt_compiler.model.tokenize reads these).
