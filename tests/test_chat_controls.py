@@ -316,9 +316,18 @@ def test_models_render_as_transformers_recorded(case: dict[str, Any]) -> None:
     assert text == case["text"]
 
 
-def test_reference_matches_live_transformers_when_installed() -> None:
+def test_reference_matches_live_transformers_when_installed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Where transformers is importable, the recorded references are still what it renders."""
     transformers = pytest.importorskip("transformers")
+    import transformers.utils.chat_template_utils as ctu
+
+    class Pinned(dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Pinned:
+            return cls(2024, 7, 26)
+
+    monkeypatch.setattr(ctu, "datetime", Pinned)  # the clock at the project's default date
     for case in _reference():
         folder = {"deepseek": deepseek, "llama-3.2": llama32}[case["tokenizer"]]()
         tok = transformers.AutoTokenizer.from_pretrained(str(folder))

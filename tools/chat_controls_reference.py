@@ -9,6 +9,7 @@ Run with a Python that has transformers 5.x and the tokenizer packages of .ci/ru
 Each case loads the tokenizer folder with ``AutoTokenizer.from_pretrained`` and calls
 ``apply_chat_template(messages, chat_template=<file text>, tokenize=False, ...)``; the output
 is what a compile with the same template file, tokenizer and keys must produce.
+transformers' ``strftime_now`` clock is pinned to 2024-07-26, the project's default ``date``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,14 @@ CASES = [
       "documents": [{"title": "Sums", "text": "2+2=4"}]}),
     ("switches-plain", "switches.jinja", "llama-3.2",
      [{"role": "user", "content": "What is 2+2?"}], {"add_generation_prompt": True}),
+    # strftime_now with transformers' clock pinned to the project's default date (2024-07-26)
+    ("dated-default", "dated.jinja", "llama-3.2",
+     [{"role": "user", "content": "What is 2+2?"}], {"add_generation_prompt": True}),
+    ("deepseek-prefix", "deepseek-v3.jinja", "deepseek",
+     [{"role": "user", "content": "What is 2+2?"},
+      {"role": "assistant", "content": "The answer is"}], {"continue_final_message": True}),
 ]
+PINNED = (2024, 7, 26)
 
 
 def main() -> None:
@@ -47,11 +55,19 @@ def main() -> None:
     args = parser.parse_args()
     if args.site:
         sys.path.append(args.site)
+    import datetime
     import importlib.util
 
     import transformers
+    import transformers.utils.chat_template_utils as ctu
 
-    out = {"transformers": transformers.__version__, "cases": []}
+    class _Pinned(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[no-untyped-def,override]
+            return cls(*PINNED)
+
+    ctu.datetime = _Pinned  # what strftime_now reads: the date pinned, as the project pins it
+    out = {"transformers": transformers.__version__, "now": "2024-07-26", "cases": []}
     for name, template, tok, messages, kwargs in CASES:
         package, _, sub = TOKENIZERS[tok].partition("/")
         spec = importlib.util.find_spec(package)
