@@ -764,6 +764,11 @@ def _every_input(suite: Suite, data_dir: Path | None) -> list[str | os.PathLike[
             value = dataset.spec.get(key)
             if isinstance(value, str) and value:
                 found.append(Path(dataset.config_path).parent / value)
+    for where in [d.config_path for d in suite.datasets] + [m.config_path for m in suite.models]:
+        if isinstance(where, str) and where and os.path.isfile(where):  # e.g. a --model FILE
+            found.append(where)
+            if where.endswith(".py"):
+                found += base_files(where)
     for model in suite.models:
         found += model.files
         for key in ("tokenizer", "chat_template"):

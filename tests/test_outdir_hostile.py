@@ -262,6 +262,10 @@ def _plant_input(case: str, folder: Path) -> list[str]:
         (folder / "c2.yaml").write_text(suite_yaml(path=None).replace(
             '    rows: [{"question": "q0", "answer": "0"}]\n', ""), encoding="utf-8")
         return ["c2.yaml", "-o", "out", "--data-dir", "out/data"]
+    if case == "model-file":
+        (out / "m.yaml").write_text("models:\n  - {abbr: m2, renderer: lm, meta_template: null}\n",
+                                    encoding="utf-8")
+        return ["c.yaml", "--model", "out/m.yaml", "-o", "out"]
     if case == "config":
         shutil.copy(folder / "c.yaml", out / "c.yaml")
         return ["out/c.yaml", "-o", "out"]
@@ -285,7 +289,7 @@ def _plant_input(case: str, folder: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("case", ["data-path", "data-path-of-a-dataset-left-out", "data-dir",
-                                  "config", "chat-template", "meta-template-file",
+                                  "config", "model-file", "chat-template", "meta-template-file",
                                   "tokenizer-folder"])
 def test_an_input_inside_out_is_refused_before_anything_is_written(
         shared: tuple[Path, Path], case: str) -> None:
