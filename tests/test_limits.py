@@ -433,7 +433,7 @@ def test_a_chat_template_is_bounded_too(tmp_path: Path) -> None:
     assert "center() would build 1,000,000,000 characters; " + LIMIT_TAIL in line, line
 
 
-# --- growth in compat mode, the final prompt, max_seq_len over thousands of examples ---------------
+# --- growth in compat mode, the final prompt, max_seq_len over thousands of examples -----------
 
 
 def _fixk_suite(examples: int, max_seq_len: int) -> dict:
@@ -506,3 +506,33 @@ def test_a_prompt_over_the_limit_is_refused_naming_the_row(tmp_path: Path) -> No
     assert one_error(tmp_path, "s.yaml", PROMPT_COMPILER_MAX_PROMPT_CHARS="100") == (
         "compile-prompts: error: s.yaml: dataset 'd', model 'm', row 1: the prompt has 123 "
         "characters; the limit is 100 characters (PROMPT_COMPILER_MAX_PROMPT_CHARS raises it)")
+
+
+# --- the two internal errors, and nesting in Python configs --------------------------------------
+
+
+def test_a_4400_digit_integer_label_key_in_json_is_clean(tmp_path: Path) -> None:
+    ppl = {"prompt_template": {"type": "PromptTemplate",
+                               "template": {"__items__": [[0, "A {question}"]]}},
+           "retriever": {"type": "ZeroRetriever"}, "inferencer": {"type": "PPLInferencer"}}
+    text = json.dumps({"datasets": [{"abbr": "d", "reader_cfg": {"input_columns": ["question"],
+                                                                 "output_column": "answer"},
+                                     "infer_cfg": ppl,
+                                     "rows": [{"question": "q", "answer": "a"}]}],
+                       "models": [{"abbr": "m", "parser": "lm", "meta_template": None}]})
+    (tmp_path / "s.json").write_text(text.replace("[[0,", "[[" + "9" * 4400 + ","),
+                                     encoding="utf-8")
+    assert one_error(tmp_path, "s.json") == (
+        "compile-prompts: error: s.json: an integer of more than 4,300 digits (Python does not "
+        "read longer integers; write it as a string)")
+
+
+def test_a_python_config_nested_5000_deep_names_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "deep.py").write_text(
+        "x = 1\nfor _ in range(5000):\n    x = [x]\n"
+        "datasets = [dict(abbr='d', rows=[dict(question='q', answer='a')], extra=x)]\n",
+        encoding="utf-8")
+    line = one_error(tmp_path, "deep.py")
+    assert line.startswith("compile-prompts: error: deep.py: RecursionError while loading the "
+                           "config"), line
+    assert line.endswith("(values nested more than 100 levels deep are not supported)"), line

@@ -447,6 +447,58 @@ def _rows_to_file(dataset: dict[str, Any], rng: random.Random,
     notes.append("rows in data.jsonl")
 
 
+# -- hostile shapes (issue 20): inputs that explode, each must stop at a limit ---------------------
+
+_BUILDERS = (
+    "{{ question|center(10**9) }}", "{{ question.ljust(10**9) }}", "{{ '%0999999999d' % 1 }}",
+    "{{ '{:>999999999}'.format(question) }}", "{{ (question * 100000).replace('', 'xx') }}",
+    "{{ ('\t' * 100000).expandtabs(1000) }}", "{{ [[1]]|tojson(indent=100000000) }}",
+    "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}", "{% set ns = namespace(l=[1]) %}{% for i in range(40) %}"
+    "{% set ns.l = ns.l + ns.l %}{% endfor %}", "{{ cycler(1)|string }}", "{{ question.upper }}",
+    "{{ '{0.__class__.__mro__}'.format(question) }}", "{{ [1, 2]|random }}",
+)
+_LAUGHS = "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]\n"
+                  for i in range(1, 9))
+
+
+def _hostile(dataset: dict[str, Any], rng: random.Random, notes: list[str]) -> str | None:
+    """Make ``dataset`` hostile in one way; returns ``"bomb"`` when the YAML file must get an
+    alias bomb (added after serialising)."""
+    kind = rng.randrange(6)
+    rows = [r for split in (dataset.get("splits") or {}).values() if isinstance(split, list)
+            for r in split if isinstance(r, dict)] if isinstance(dataset.get("splits"),
+                                                                  dict) else []
+    if kind == 0:
+        notes.append("hostile: YAML alias bomb")
+        return "bomb"
+    if kind == 1:
+        infer = dataset.get("infer_cfg")
+        if isinstance(infer, dict):
+            infer["prompt_template"] = {"type": "PromptTemplate", "engine": "jinja2",
+                                        "template": rng.choice(_BUILDERS)}
+            infer.pop("ice_template", None)
+            infer["retriever"] = {"type": "ZeroRetriever"}
+            notes.append("hostile: a template that builds a huge value")
+    elif kind == 2 and rows:
+        rng.choice(rows).update({f"c{i}": "x" for i in range(12_000)})
+        notes.append("hostile: a row of 12,000 columns")
+    elif kind == 3 and rows:
+        row = rng.choice(rows)
+        row["question"] = "{c1}" * 20
+        row.update({f"c{i}": f"{{c{i + 1}}}" * 20 for i in range(1, 7)})
+        notes.append("hostile: values that re-fill each other (compat)")
+    elif kind == 4 and rows:
+        rng.choice(rows)["question"] = rng.choice(["a." + " " * 30_000 + "b", " " * 30_000,
+                                                   "a." + ") " * 15_000 + "b"])
+        notes.append("hostile: a value that makes patterns backtrack")
+    elif kind == 5:
+        dataset["reader_cfg"] = {**(dataset.get("reader_cfg") or {}),
+                                 "test_range": "[" + " " * 30_000 + "x]"}
+        notes.append("hostile: a range slice of spaces")
+    return None
+
+
 # -- the case ---------------------------------------------------------------------------------
 
 def make_case(rng: random.Random,
@@ -463,6 +515,9 @@ def make_case(rng: random.Random,
         _mutate_rows(dataset, rng, notes) if isinstance(dataset, dict) else None
     dataset, model = tree.get("dataset"), tree.get("model")
     files: dict[str, bytes] = {}
+    bomb = None
+    if isinstance(dataset, dict) and rng.random() < 0.1:
+        bomb = _hostile(dataset, rng, notes)
     if isinstance(dataset, dict) and rng.random() < 0.15:
         _rows_to_file(dataset, rng, files, notes)
     fmt = rng.choice(list(formats))
@@ -472,6 +527,8 @@ def make_case(rng: random.Random,
     except (TypeError, ValueError, RecursionError, yaml.YAMLError) as exc:
         name, data = "cfg.json", b"{}"
         notes.append(f"unserialisable ({type(exc).__name__}): empty config")
+    if bomb and name.endswith(".yaml"):
+        data = _encode("l0: &l0 'lol'\n" + _LAUGHS) + data
     if rng.random() < 0.05:
         data = _damage(data, rng)
         notes.append("damaged file")

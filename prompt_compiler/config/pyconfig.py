@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError
+from ..values import MAX_DEPTH
 from . import python_loader
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
 from .oc_configs import ENV_VAR
@@ -176,6 +177,8 @@ def _wrap(exc: Exception, path: Path, display: str, root: Path | None) -> Config
     """A ConfigError naming the config file and the config line that raised, if any."""
     where = _config_frame(exc, path)
     text = str(exc).strip()
+    if isinstance(exc, RecursionError):  # e.g. a value nested thousands of levels deep
+        text = f"{text} (values nested more than {MAX_DEPTH} levels deep are not supported)"
     message = f"{type(exc).__name__} while loading the config"
     if where:
         message += f" ({where})"
