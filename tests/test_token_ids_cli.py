@@ -113,9 +113,10 @@ PPL_IDS = {
 }
 
 
-@pytest.mark.parametrize("fmt", ["yaml", "py"])
-@pytest.mark.parametrize("mode", ["compat", "default"])
-@pytest.mark.parametrize("flag", [True, False], ids=["--tokenize", "tokenize-key"])
+@pytest.mark.parametrize(("fmt", "mode", "flag"), [
+    ("yaml", "compat", True), ("py", "default", True),  # --tokenize
+    ("yaml", "default", False), ("py", "compat", False),  # the model key tokenize: true
+])
 def test_ids_by_hand(tmp_path: Path, fmt: str, mode: str, flag: bool) -> None:
     out = compile_ids(tmp_path, fmt, mode, flag=flag)
     for model, ids in GEN_IDS[mode].items():

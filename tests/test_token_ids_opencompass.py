@@ -66,19 +66,23 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
                               "meta_template": c.meta_template} for c in cases.CASES}
     (tmp / "models.py").write_text(f"models = {list(models.values())!r}\n", encoding="utf-8")
     out: dict[str, dict[str, Any]] = {}
+    # kinds compiled together (each dataset x each model of its group): one run per group
+    groups = [("gen", "multi"), ("ppl", "ll"), ("clp",)]
     for mode in ("compat", "default"):
         out[mode] = {}
-        for kind in ("gen", "multi", "ppl", "ll", "clp"):
-            names = [model_abbr(c) for c in cases.CASES if c.kind == kind]
-            args = ["data.yaml", "models.py", "--tokenize", "--mode", mode, "--only", kind,
-                    "-o", f"out-{mode}-{kind}"]
+        for group in groups:
+            names = sorted({model_abbr(c) for c in cases.CASES if c.kind in group})
+            where = f"out-{mode}-{group[0]}"
+            args = ["data.yaml", "models.py", "--tokenize", "--mode", mode, "-o", where]
+            for kind in group:
+                args += ["--only", kind]
             for name in names:
                 args += ["--models", name]
             proc = run_cli(*args, cwd=tmp)
             assert proc.returncode == 0, proc.stderr
             for c in cases.CASES:
-                if c.kind == kind:
-                    file = tmp / f"out-{mode}-{kind}" / model_abbr(c) / f"{kind}.jsonl"
+                if c.kind in group:
+                    file = tmp / where / model_abbr(c) / f"{c.kind}.jsonl"
                     (rec,) = [json.loads(x) for x in file.read_text("utf-8").splitlines()]
                     out[mode][c.name] = rec
     return out
