@@ -64,8 +64,10 @@ class ray_session:  # noqa: N801 - used as a context manager, like open()
             if self.address:
                 ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
             else:
+                # workers at the niceness of this process (Ray's default, 15, starves them
+                # on a machine other work shares)
                 ray.init(num_cpus=self.cpus, include_dashboard=False, log_to_driver=False,
-                         logging_level="ERROR")
+                         logging_level="ERROR", _system_config={"worker_niceness": 0})
         except Exception as exc:  # ConnectionError and others from a bad address
             from .errors import ConfigError
 
@@ -126,14 +128,15 @@ def _chdir(cwd: str) -> None:
         os.chdir(cwd)
 
 
-def _emit(blocks: Iterator[bytes], target: tuple[str, str], shown: str
+def _emit(blocks: Iterator[bytes], target: tuple[str, str], shown: str, digest: bool = True
           ) -> tuple[bytes | None, str]:
     """Write ``blocks`` to ``target`` (the run's staging folder, a file name in it) when
-    that folder is on this node: (None, sha256); else return them: (the bytes, "")."""
+    that folder is on this node: (None, sha256 or "" without ``digest``); else return
+    them: (the bytes, "")."""
     if os.path.isdir(target[0]):
         from .emit.outdir import BlockFile
 
-        out = BlockFile(Path(target[0], target[1]), shown=shown)
+        out = BlockFile(Path(target[0], target[1]), shown=shown, digest=digest)
         try:
             for block in blocks:
                 out.write(block)
@@ -181,7 +184,7 @@ def _range(cwd: str, pair: Any, data_dir: Path | None, mode: str, rows: range, s
             raise _pair_located(pair, err) from None
     counts = _Counts()
     data, digest = _emit(_prepared_lines(pair, _Prepared(job, kind, params, retrieved), rows,
-                                         counts), target, shown)
+                                         counts), target, shown, digest=False)
     return data, counts.count, counts.over_limit, digest
 
 
