@@ -180,6 +180,9 @@ def result(fut: Future[Any], watch: Watch) -> Any:
     try:
         return fut.result()
     except BrokenProcessPool:
+        # A stop signal sent to the whole process group kills the workers too: let this
+        # process's own handler act first, so the run ends as stopped, not as a dead worker.
+        time.sleep(0.05)
         raise watch.error() from None
 
 

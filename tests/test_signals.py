@@ -10,6 +10,7 @@ killed by SIGKILL or SIGTERM ends the run with one line naming the pair it held.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -49,7 +50,8 @@ def env() -> dict[str, str]:
 
 def start(*args: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "prompt_compiler", *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                            start_new_session=True)
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -111,10 +113,16 @@ def test_signals_at_random_moments_end_cleanly(big: tuple[Path, dict[str, bytes]
         # later; SIGTERM/SIGHUP then simply end the process (status -N, nothing printed).
         delay = rng.uniform(0.4 if sig == signal.SIGINT else 0.0, max(took * 1.1, 0.5))
         proc = start("new.yaml", "-o", out.name, "--jobs", jobs, cwd=root)
+        group = trial % 4 == 3  # as a terminal or a job controller sends it: workers too
         time.sleep(delay)
-        proc.send_signal(sig)
+        with contextlib.suppress(ProcessLookupError):
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
-        what = f"trial {trial}: {sig.name} after {delay:.2f}s, --jobs {jobs}: {err!r}"
+        what = (f"trial {trial}: {sig.name}{' to the group' if group else ''} after "
+                f"{delay:.2f}s, --jobs {jobs}: {err!r}")
         assert "Traceback" not in err, what
         if proc.returncode == 0:  # it had finished
             assert err == "", what
