@@ -5,8 +5,8 @@ or explodes (a YAML alias bomb, a 2 GB JSONL line, a CSV of 100,000 columns, a t
 builds a string of a billion characters) stops with one clean :class:`~.errors.LimitError`
 naming the file, key or row and the limit, instead of exhausting memory or time.
 
-A limit is raised (or lowered) with an environment variable, read when the limit is checked,
-so ``--jobs`` workers see the same values::
+A limit is raised (or lowered) with an environment variable, read once per process (``--jobs``
+workers see the same values; :func:`reload` reads them again)::
 
     PROMPT_COMPILER_MAX_YAML_ALIAS_NODES=50000000 compile-prompts suite.yaml
 
@@ -21,7 +21,7 @@ from typing import Final
 
 from .errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "Limits", "current", "describe", "env_name"]
+__all__ = ["ENV_PREFIX", "Limits", "current", "describe", "env_name", "reload"]
 
 ENV_PREFIX: Final = "PROMPT_COMPILER_MAX_"
 
@@ -51,19 +51,39 @@ def env_name(name: str) -> str:
 def current() -> Limits:
     """The limits in force: the defaults, each overridden by its environment variable.
 
+    The variables are read once per process (checks run on every prompt); after changing them
+    in a running process, call :func:`reload`.
+
     Raises:
         ConfigError: A variable is set but is not a positive integer.
     """
+    global _cached
+    if _cached is not None:
+        return _cached[1]
+    raw = tuple(map(os.environ.get, _ENV_NAMES))
     values = {}
-    for f in fields(Limits):
-        raw = os.environ.get(env_name(f.name))
-        if raw is not None:
-            text = raw.strip().replace("_", "")
+    for name, env, given in zip(_FIELDS, _ENV_NAMES, raw, strict=True):
+        if given is not None:
+            text = given.strip().replace("_", "")
             if not (text.isascii() and text.isdigit() and len(text) < 19 and int(text) > 0):
-                raise ConfigError(f"environment variable {env_name(f.name)}={raw[:40]!r}: "
+                raise ConfigError(f"environment variable {env}={given[:40]!r}: "
                                   "expected a positive integer")
-            values[f.name] = int(text)
-    return Limits(**values) if values else _DEFAULTS
+            values[name] = int(text)
+    found = Limits(**values) if values else _DEFAULTS
+    _cached = (raw, found)
+    return found
+
+
+_FIELDS: Final = tuple(f.name for f in fields(Limits))
+_ENV_NAMES: Final = tuple(env_name(name) for name in _FIELDS)
+_cached: tuple[tuple[str | None, ...], Limits] | None = None
+
+
+def reload() -> Limits:
+    """Read the environment variables again (see :func:`current`)."""
+    global _cached
+    _cached = None
+    return current()
 
 
 def describe(name: str, value: int, unit: str = "") -> str:
