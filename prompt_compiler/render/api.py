@@ -84,7 +84,8 @@ def _round(meta_round: Sequence[Any], table: Mapping[str, Any], for_gen: bool
         if isinstance(cfg, str):
             raise RenderError(
                 "an API model's meta round cannot hold a bare string; give it a role",
-                reference=("TypeError", "Mixing str without explicit role is not allowed in API models!"))
+                reference=("TypeError",
+                           "Mixing str without explicit role is not allowed in API models!"))
         msg, cont = _api_role(cfg, table, for_gen)
         if msg:
             out.append(msg)
@@ -137,7 +138,8 @@ def render_api(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy
                 hint="compile in the default mode (defect D14) or move the role into the round",
                 reference=("TypeError", "'NoneType' object is not subscriptable"))
         if merged and merged[-1]["role"] == msg["role"]:
-            merged[-1] = {"role": msg["role"], "prompt": merged[-1]["prompt"] + "\n" + msg["prompt"]}
+            merged[-1] = {"role": msg["role"],
+                          "prompt": merged[-1]["prompt"] + "\n" + msg["prompt"]}
         else:
             merged.append(dict(msg))
     if meta.begin:

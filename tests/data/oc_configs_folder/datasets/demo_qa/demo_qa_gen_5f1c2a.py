@@ -1,8 +1,8 @@
+from opencompass.datasets import JsonlDataset
+from opencompass.openicl.icl_evaluator import AccEvaluator
+from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_prompt_template import PromptTemplate
 from opencompass.openicl.icl_retriever import ZeroRetriever
-from opencompass.openicl.icl_inferencer import GenInferencer
-from opencompass.openicl.icl_evaluator import AccEvaluator
-from opencompass.datasets import JsonlDataset
 
 demo_qa_reader_cfg = dict(input_columns=['question'], output_column='answer')
 
