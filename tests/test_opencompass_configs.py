@@ -119,7 +119,8 @@ def test_the_folder_given_by_flag_env_or_library_and_two_machines_agree(tmp_path
     assert [m.abbr for m in suite.models] == ["demo-base-hf", "demo-chat-hf"]
 
 
-def test_an_installed_opencompass_is_found_on_disk_never_imported(tmp_path: Path) -> None:
+def test_an_installed_opencompass_is_found_on_disk_never_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"
     shutil.copytree(FOLDER, site / "opencompass" / "configs")
     # Importing the package would fail: it is only ever looked at.
@@ -129,6 +130,12 @@ def test_an_installed_opencompass_is_found_on_disk_never_imported(tmp_path: Path
                 pythonpath=str(site))
     assert proc.returncode == 0, proc.stderr
     _check_output(one / "out")
+    # the library, in this process, finds it the same way (nothing imported)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv(ENV, raising=False)
+    suite = pc.load(one / "eval_demo.py")
+    assert [d.abbr for d in suite.datasets] == ["demo_qa", "demo_choice"]
+    assert "opencompass" not in sys.modules  # its __init__ would have raised anyway
     # a namespace package (no __init__.py) is fine too
     (site / "opencompass" / "__init__.py").unlink()
     proc = _run("eval_demo.py", "--data-dir", "data", "-o", "out2", cwd=one,
