@@ -64,7 +64,7 @@ _RESERVED_KEYS = frozenset({"filename", "text", "pretty_text", "env_variables"})
 # {{ _base_.x }}): such files are left to mmengine.
 _SUBSTITUTIONS = (
     r"\{\{\s*(?:fileDirname|fileBasename|fileBasenameNoExtension|fileExtname)\s*\}\}",
-    r"\{\{['\"]?\s*\$\w+\s*:\s*\S*?\s*['\"]?\}\}",
+    r"\{\{['\"]?\s*\$\w+\s*:\s*(?:\S+\s*)?['\"]?\}\}",  # mmengine's \s*\S*?\s*, linear
     r"\{\{\s*_base_\.[\w.]+\s*\}\}",
 )
 
