@@ -39,6 +39,7 @@ from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
 from .model.spec import Model, whitespace_tokens
 from .model.tokenize import register_token_counter
+from .pairs import CompileSettings
 from .policy import DEFECTS, Policy
 from .promptlist import Marker, PromptList, RoleItem
 from .render import MetaTemplate
@@ -91,6 +92,7 @@ __all__ = [
     "AlpacaPrompter",
     "ChatPrompter",
     "ChatTemplate",
+    "CompileSettings",
     "CompiledDataset",
     "Compiler",
     "FormatRegistry",

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, DataError, PromptCompilerError, UnsupportedError
+from .ray_engine import Offset, Shots, require_ray
 
 __all__ = ["compile_dataset", "require_ray"]
 
@@ -42,17 +43,6 @@ RECORD_FIELDS = ("dataset", "model", "mode", "index", "row", "label", "turn", "i
                  "prompt", "prompt_sha256", "input_ids", "mask_length", "max_out_len", "stop",
                  "stop_token_ids", "gold")
 """Every field a gen or ppl record can have, in the CLI's order (absent ones are null)."""
-
-
-def require_ray(what: str = "the Ray engine") -> Any:
-    """The ``ray`` module with ``ray.data``, or a one-line error naming the extra."""
-    try:
-        import ray
-        import ray.data  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"{what} needs the 'ray' package (Ray Data)",
-                          hint="install the extra: pip install 'prompt-compiler[ray]'") from None
-    return ray
 
 
 # -- the job, built once by the caller ------------------------------------------------
@@ -97,116 +87,13 @@ def _pair(dataset: Any, model: Any, abbr: str | None) -> Any:
     return Pair(ds_cfg, model_cfg, options)
 
 
-class _Shots:
-    """How a batch's in-context example ids are found, in a form that pickles."""
-
-    def __init__(self, job: Any, train: Sequence[Any]) -> None:
-        from .retrieve.basic import BM25Retriever, FixKRetriever, RandomRetriever, ZeroRetriever
-
-        retriever = job.retriever
-        self.kind = type(retriever).__name__
-        self.index: Any = None
-        if isinstance(retriever, (ZeroRetriever, FixKRetriever)):
-            retriever.retrieve(train, [], job.reader, job.policy)  # checks the ids once
-        elif isinstance(retriever, RandomRetriever):
-            if not retriever.stateless:
-                raise UnsupportedError(
-                    "RandomRetriever draws each row's examples from one stream in row order, "
-                    "so a row's examples depend on the rows before it",
-                    key_path="infer_cfg.retriever",
-                    hint="set stateless=True: each row's examples then depend on its id alone")
-            retriever.retrieve(train, [], job.reader, job.policy)
-        elif isinstance(retriever, BM25Retriever):
-            from .retrieve.bm25 import BM25Index, input_field_text
-
-            self.index = BM25Index([input_field_text(r, job.reader.input_columns)
-                                    for r in train])
-        elif self.kind == "TopkRetriever":
-            from .retrieve.embed import _corpus, load_embedder
-
-            retriever._check_k(retriever.ice_num, len(train), "ice_num")
-            embed = retriever.embedder or load_embedder(
-                retriever.sentence_transformers_model_name)
-            self.index = embed(_corpus(train, job.reader), retriever.batch_size)
-        else:
-            raise UnsupportedError(
-                f"{self.kind} is not supported on Ray (supported: ZeroRetriever, "
-                "FixKRetriever, RandomRetriever with stateless=True, BM25Retriever, "
-                "TopkRetriever)", key_path="infer_cfg.retriever")
-
-    def ids(self, job: Any, rows: Sequence[Any], base: int, total: int) -> Sequence[Any]:
-        """The example ids of ``rows``, the test rows ``base`` to ``base + len(rows) - 1``,
-        indexed by test row (``total`` rows in all)."""
-        retriever = job.retriever
-        if self.kind in ("ZeroRetriever", "FixKRetriever"):
-            same: Sequence[Any] = retriever.retrieve(job.rows.train, _Sized(total), job.reader,
-                                                     job.policy)
-            return same
-        if self.kind == "RandomRetriever":
-            from .retrieve.basic import row_id, stateless_sample
-
-            n = len(job.rows.train)
-            found = [stateless_sample(retriever.seed, row_id(row, base + k), n,
-                                      retriever.ice_num) for k, row in enumerate(rows)]
-        elif self.kind == "BM25Retriever":
-            from .retrieve.bm25 import input_field_text
-
-            stable = job.policy.fixes("D17")
-            cols = job.reader.input_columns
-            found = [self.index.rank(input_field_text(r, cols), retriever.ice_num,
-                                     stable_ties=stable) for r in rows]
-        else:
-            from .retrieve.embed import _corpus, load_embedder, top_k
-
-            embed = retriever.embedder or load_embedder(
-                retriever.sentence_transformers_model_name)
-            queries = embed(_corpus(rows, job.reader), retriever.batch_size)
-            found = [top_k(self.index, q, retriever.ice_num) for q in queries]
-        return _Offset(found, base)
-
-
-class _Sized(Sequence[Any]):
-    """A sequence of ``n`` unread rows (all a FixK or Zero retriever asks is the length)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: Any) -> Any:
-        raise IndexError(index)
-
-
-class _Offset(Sequence[Any]):
-    """``items`` seen at positions ``base`` to ``base + len(items) - 1`` of a longer
-    sequence (test rows, or their example ids), with sequential reads for a row range."""
-
-    def __init__(self, items: Sequence[Any], base: int) -> None:
-        self.items, self.base = items, base
-
-    def __len__(self) -> int:
-        return self.base + len(self.items)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < self.base:
-            raise IndexError(f"row {index} is not in this batch")
-        return self.items[index - self.base]
-
-    def iter_range(self, start: int, stop: int) -> Iterator[Any]:
-        for i in range(start, stop):
-            yield self[i]
-
-
 def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> dict[str, Any]:
     """What every worker needs: the job with its training rows in memory, and the shots."""
     from .compiler import Compiler
     from .data.reader import DatasetRows
     from .data.sources import attach_rows
+    from .pairs import locate
     from .plan import plannable
-    from .suite import _pair_located
 
     try:
         dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
@@ -223,9 +110,9 @@ def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> d
         subdivision = first.get("subdivision", job.abbr) if isinstance(first, Mapping) else ""
         columns = [c for c in first if c not in ("subdivision", "idx")] if first else []
         job.rows = DatasetRows(train, ())
-        shots = _Shots(job, train)
+        shots = Shots(job, train)
     except PromptCompilerError as err:
-        raise _pair_located(pair, err) from None
+        raise locate(pair, err) from None
     return {"job": job, "kind": kind, "params": params, "shots": shots,
             "subdivision": subdivision, "columns": columns, "mode": mode,
             "planned": plannable(job, kind, params)}
@@ -244,7 +131,7 @@ class CompileBatches:
         if isinstance(prepared, ray.ObjectRef):
             prepared = ray.get(prepared)
         self.job, self.kind = prepared["job"], prepared["kind"]
-        self.shots: _Shots = prepared["shots"]
+        self.shots: Shots = prepared["shots"]
         self.subdivision = prepared["subdivision"]
         self.id_column, self.sampling_params = id_column, sampling_params
         self.total = total
@@ -262,7 +149,7 @@ class CompileBatches:
         out: list[bytes] = []
         for base, run in _runs(rows, self.id_column):
             columns = list(run[0])
-            test = RowView(_Offset(run, base), columns, self.subdivision, "rows")
+            test = RowView(Offset(run, base), columns, self.subdivision, "rows")
             job = self.job
             job.rows = DatasetRows(job.rows.train, test)
             ids = self.shots.ids(job, test[base:], base, len(test))
@@ -283,14 +170,13 @@ class CompileBatches:
     def _lines(self, ids: Sequence[Any], span: range) -> Iterator[bytes]:
         """The record lines of test rows ``span``, whose example ids are ``ids``."""
         if self.planned:  # the CLI's fast path; plans and shapes built once, kept across batches
-            from .plan import Lines
+            if self.lines is None:
+                from .plan import Lines
 
-            lines = Lines(self.job, self.kind, self.params, ids, rows=span)
-            if self.lines is not None:
-                lines.shapes = self.lines.shapes
-                lines.planner.cache = self.lines.planner.cache
-            self.lines = lines
-            yield from lines
+                self.lines = Lines(self.job, self.kind, self.params, ids, rows=span)
+                yield from self.lines
+            else:
+                yield from self.lines.over(ids, span)
             return
         from .compiler import Compiler
         from .emit.records import record_bytes, record_json

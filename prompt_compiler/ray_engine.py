@@ -4,8 +4,8 @@ pair, as Ray tasks; the output folder is the local engine's, byte for byte.
 The driver (the ``compile-prompts`` process) plans the work as ``--jobs`` does: a small
 pair is one task, a gen or ppl pair with many test rows is cut into row ranges. Each task
 compiles its pair, or its range, with the function the local engine uses
-(:func:`~prompt_compiler.suite.pair_lines` for a whole pair,
-:func:`~prompt_compiler.suite._prepared_lines` for a range), so the bytes are the same by
+(:func:`~prompt_compiler.pairs.pair_lines` for a whole pair,
+:func:`~prompt_compiler.pairs.range_lines` for a range), so the bytes are the same by
 construction; the driver writes the returned blocks in order into the same
 :class:`~prompt_compiler.emit.outdir.OutputDir` staging folder, so a failed run leaves OUT
 as it was. A task whose worker dies is run again by Ray (``max_retries``); its result
@@ -31,9 +31,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import PromptCompilerError
+from .emit.blockfile import write_blocks
+from .errors import ConfigError, PromptCompilerError, UnsupportedError
+from .pairs import CompileSettings, Counts, PreparedJob, locate, pair_lines, range_lines
 
-__all__ = ["RANGE_ROWS", "compile_pairs", "ray_session"]
+__all__ = ["RANGE_ROWS", "Offset", "Shots", "compile_pairs", "ray_session", "require_ray"]
 
 RANGE_ROWS = 20_000
 """Test rows of one range task (fewer where that gives each CPU at least two ranges)."""
@@ -45,6 +47,120 @@ _JOBS: dict[tuple[Any, ...], tuple[Any, str, dict[str, Any], Any]] = {}
 """Jobs built by this worker process, by (pair, data dir, mode)."""
 
 
+def require_ray(what: str = "the Ray engine") -> Any:
+    """The ``ray`` module with ``ray.data``, or a one-line error naming the extra."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"{what} needs the 'ray' package (Ray Data)",
+                          hint="install the extra: pip install 'prompt-compiler[ray]'") from None
+    return ray
+
+
+class Shots:
+    """How a batch's in-context example ids are found, in a form that pickles."""
+
+    def __init__(self, job: Any, train: Sequence[Any]) -> None:
+        from .retrieve.basic import BM25Retriever, FixKRetriever, RandomRetriever, ZeroRetriever
+
+        retriever = job.retriever
+        self.kind = type(retriever).__name__
+        self.index: Any = None
+        if isinstance(retriever, (ZeroRetriever, FixKRetriever)):
+            retriever.retrieve(train, [], job.reader, job.policy)  # checks the ids once
+        elif isinstance(retriever, RandomRetriever):
+            if not retriever.stateless:
+                raise UnsupportedError(
+                    "RandomRetriever draws each row's examples from one stream in row order, "
+                    "so a row's examples depend on the rows before it",
+                    key_path="infer_cfg.retriever",
+                    hint="set stateless=True: each row's examples then depend on its id alone")
+            retriever.retrieve(train, [], job.reader, job.policy)
+        elif isinstance(retriever, BM25Retriever):
+            from .retrieve.bm25 import BM25Index, input_field_text
+
+            self.index = BM25Index([input_field_text(r, job.reader.input_columns)
+                                    for r in train])
+        elif self.kind == "TopkRetriever":
+            from .retrieve.embed import _corpus, load_embedder
+
+            retriever._check_k(retriever.ice_num, len(train), "ice_num")
+            embed = retriever.embedder or load_embedder(
+                retriever.sentence_transformers_model_name)
+            self.index = embed(_corpus(train, job.reader), retriever.batch_size)
+        else:
+            raise UnsupportedError(
+                f"{self.kind} is not supported on Ray (supported: ZeroRetriever, "
+                "FixKRetriever, RandomRetriever with stateless=True, BM25Retriever, "
+                "TopkRetriever)", key_path="infer_cfg.retriever")
+
+    def ids(self, job: Any, rows: Sequence[Any], base: int, total: int) -> Sequence[Any]:
+        """The example ids of ``rows``, the test rows ``base`` to ``base + len(rows) - 1``,
+        indexed by test row (``total`` rows in all)."""
+        retriever = job.retriever
+        if self.kind in ("ZeroRetriever", "FixKRetriever"):
+            same: Sequence[Any] = retriever.retrieve(job.rows.train, Sized(total), job.reader,
+                                                     job.policy)
+            return same
+        if self.kind == "RandomRetriever":
+            from .retrieve.basic import row_id, stateless_sample
+
+            n = len(job.rows.train)
+            found = [stateless_sample(retriever.seed, row_id(row, base + k), n,
+                                      retriever.ice_num) for k, row in enumerate(rows)]
+        elif self.kind == "BM25Retriever":
+            from .retrieve.bm25 import input_field_text
+
+            stable = job.policy.fixes("D17")
+            cols = job.reader.input_columns
+            found = [self.index.rank(input_field_text(r, cols), retriever.ice_num,
+                                     stable_ties=stable) for r in rows]
+        else:
+            from .retrieve.embed import _corpus, load_embedder, top_k
+
+            embed = retriever.embedder or load_embedder(
+                retriever.sentence_transformers_model_name)
+            queries = embed(_corpus(rows, job.reader), retriever.batch_size)
+            found = [top_k(self.index, q, retriever.ice_num) for q in queries]
+        return Offset(found, base)
+
+
+class Sized(Sequence[Any]):
+    """A sequence of ``n`` unread rows (all a FixK or Zero retriever asks is the length)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: Any) -> Any:
+        raise IndexError(index)
+
+
+class Offset(Sequence[Any]):
+    """``items`` seen at positions ``base`` to ``base + len(items) - 1`` of a longer
+    sequence (test rows, or their example ids), with sequential reads for a row range."""
+
+    def __init__(self, items: Sequence[Any], base: int) -> None:
+        self.items, self.base = items, base
+
+    def __len__(self) -> int:
+        return self.base + len(self.items)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < self.base:
+            raise IndexError(f"row {index} is not in this batch")
+        return self.items[index - self.base]
+
+    def iter_range(self, start: int, stop: int) -> Iterator[Any]:
+        for i in range(start, stop):
+            yield self[i]
+
+
 class ray_session:  # noqa: N801 - used as a context manager, like open()
     """Ray for one run: join ``address``, or start a local instance with ``cpus`` CPUs
     (stopped at the end)."""
@@ -53,8 +169,6 @@ class ray_session:  # noqa: N801 - used as a context manager, like open()
         self.address, self.cpus, self.started = address, cpus, False
 
     def __enter__(self) -> Any:
-        from .ray import require_ray
-
         ray = require_ray()
         if ray.is_initialized():
             return ray
@@ -103,17 +217,17 @@ def _reachable(address: str) -> None:
                                "inside a Ray job") from None
 
 
-def _worker_job(pair: Any, data_dir: Path | None, mode: str
+def _worker_job(pair: Any, settings: CompileSettings
                 ) -> tuple[Any, str, dict[str, Any], Any]:
     """The pair's job, built once in this worker process (rows stream from their file)."""
-    key = (pair.out_name, pair.dataset.config_path, pair.dataset.key_path, data_dir, mode)
+    key = (pair.out_name, pair.dataset.config_path, pair.dataset.key_path, settings.data_dir,
+           settings.mode)
     found = _JOBS.get(key)
     if found is None:
-        from .compiler import Compiler
         from .data.sources import attach_rows
 
-        dataset = attach_rows(pair.dataset, data_dir)
-        job, kind, params = Compiler(mode=mode).job(
+        dataset = attach_rows(pair.dataset, settings.data_dir)
+        job, kind, params = settings.compiler().job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
         if len(_JOBS) > 8:
             _JOBS.clear()
@@ -134,44 +248,29 @@ def _emit(blocks: Iterator[bytes], target: tuple[str, str], shown: str, digest: 
     that folder is on this node: (None, sha256 or "" without ``digest``); else return
     them: (the bytes, "")."""
     if os.path.isdir(target[0]):
-        from .emit.outdir import BlockFile
-
-        out = BlockFile(Path(target[0], target[1]), shown=shown, digest=digest)
-        try:
-            for block in blocks:
-                out.write(block)
-        except BaseException:
-            out.abort()
-            raise
-        return None, out.close()
+        return None, write_blocks(Path(target[0], target[1]), blocks, shown=shown,
+                                  digest=digest)
     return b"".join(blocks), ""
 
 
-def _whole_pair(cwd: str, pair: Any, data_dir: Path | None, mode: str, spans: bool,
-                strict: bool, target: tuple[str, str], shown: str
-                ) -> tuple[bytes | None, int, int, str]:
+def _whole_pair(cwd: str, pair: Any, settings: CompileSettings, target: tuple[str, str],
+                shown: str) -> tuple[bytes | None, int, int, str]:
     """Task: one pair, as the local engine compiles it: (its lines, or None when written to
     ``target``; the line count; lines over_limit; sha256 when written)."""
-    from .suite import _Counts, pair_lines
-
     _chdir(cwd)
-    counts = _Counts()
-    data, digest = _emit(pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
-                                    strict=strict), target, shown)
+    counts = Counts()
+    data, digest = _emit(pair_lines(pair, settings, counts), target, shown)
     return data, counts.count, counts.over_limit, digest
 
 
-def _range(cwd: str, pair: Any, data_dir: Path | None, mode: str, rows: range, shots: Any,
+def _range(cwd: str, pair: Any, settings: CompileSettings, rows: range, shots: Any,
            ids: Sequence[Any] | None, target: tuple[str, str], shown: str
            ) -> tuple[bytes | None, int, int, str]:
     """Task: one row range of a planned pair (as :func:`_whole_pair`)."""
-    from .ray import _Offset
-    from .suite import _Counts, _Prepared, _prepared_lines
-
     _chdir(cwd)
-    job, kind, params, _ = _worker_job(pair, data_dir, mode)
+    job, kind, params, _ = _worker_job(pair, settings)
     if ids is not None:
-        retrieved: Sequence[Any] = _Offset(ids, rows.start)
+        retrieved: Sequence[Any] = Offset(ids, rows.start)
     else:
         try:
             test = job.rows.test
@@ -179,73 +278,65 @@ def _range(cwd: str, pair: Any, data_dir: Path | None, mode: str, rows: range, s
                 shots.kind in ("RandomRetriever", "TopkRetriever")) else []
             retrieved = shots.ids(job, mine, rows.start, len(test))
         except PromptCompilerError as err:
-            from .suite import _pair_located
-
-            raise _pair_located(pair, err) from None
-    counts = _Counts()
-    data, digest = _emit(_prepared_lines(pair, _Prepared(job, kind, params, retrieved), rows,
-                                         counts), target, shown, digest=False)
+            raise locate(pair, err) from None
+    counts = Counts()
+    data, digest = _emit(range_lines(pair, PreparedJob(job, kind, params, retrieved), rows,
+                                     counts), target, shown, digest=False)
     return data, counts.count, counts.over_limit, digest
 
 
-def _plan(pair: Any, data_dir: Path | None, mode: str, cpus: int, spans: bool
+def _plan(pair: Any, settings: CompileSettings, cpus: int
           ) -> tuple[list[range], Any, Any] | None:
     """A large planned pair's row ranges, its shots (found by each task) or retrieved ids
     (found here once); None for a pair compiled as one task."""
-    from .compiler import Compiler
     from .data.sources import NotPeekable, attach_rows, peeking
     from .plan import plannable
-    from .ray import _Shots
 
+    compiler = settings.compiler()
     try:
         with peeking():
-            dataset = attach_rows(pair.dataset, data_dir)
-        job, kind, params = Compiler(mode=mode).job(
+            dataset = attach_rows(pair.dataset, settings.data_dir)
+        job, kind, params = compiler.job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
     except (PromptCompilerError, NotPeekable):
         return None  # the task raises it again, located as the local engine does
     n = len(job.rows.test)
-    if spans or kind not in ("gen", "ppl") or n < 2 * MIN_RANGE_ROWS or not plannable(
+    if settings.spans or kind not in ("gen", "ppl") or n < 2 * MIN_RANGE_ROWS or not plannable(
             job, kind, params):
         return None
     size = max(MIN_RANGE_ROWS, min(RANGE_ROWS, -(-n // (2 * cpus))))
     ranges = [range(a, min(a + size, n)) for a in range(0, n, size)]
     try:
         try:
-            return ranges, _Shots(job, job.rows.train), None
+            return ranges, Shots(job, job.rows.train), None
         except PromptCompilerError:
-            retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader,
-                                               job.policy)
-            return ranges, None, retrieved
+            return ranges, None, compiler.retrieve(job)
     except PromptCompilerError:
         return None
 
 
 def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
-                  data_dir: Path | None, mode: str, progress: Any,
-                  spans: bool = False, strict: bool = False) -> None:
+                  settings: CompileSettings, progress: Any) -> None:
     """Compile ``pairs`` on the Ray instance this process is connected to, writing each
     pair's file into ``writer`` and its manifest entry into ``outputs``."""
     import ray
 
     from .emit.names import on_disk
-    from .suite import _Counts
 
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair)
     part = ray.remote(max_retries=3, retry_exceptions=False)(_range)
-    plans = [_plan(pair, data_dir, mode, cpus, spans) for pair in pairs]
+    plans = [_plan(pair, settings, cpus) for pair in pairs]
     staging, cwd = writer.staging, os.getcwd()
     # small pairs all start at once; a large pair's ranges stream through a window
-    singles = {k: whole.remote(cwd, pair, data_dir, mode, spans, strict,
-                               (str(staging), on_disk(pair.out_name)),
+    singles = {k: whole.remote(cwd, pair, settings, (str(staging), on_disk(pair.out_name)),
                                writer.shown_path(pair.out_name))
                for k, (pair, plan) in enumerate(zip(pairs, plans, strict=True)) if plan is None}
     try:
         for k, (pair, plan) in enumerate(zip(pairs, plans, strict=True)):
             if progress:
                 progress(k, len(pairs), pair)
-            counts = _Counts()
+            counts = Counts()
             if plan is None:
                 data, counts.count, counts.over_limit, digest = _get(singles[k])
                 if data is None:
@@ -253,7 +344,7 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
                 else:
                     digest = writer.write_blocks(pair.out_name, iter([data]))
             else:
-                digest = _ranges(part, pair, data_dir, mode, plan, cpus, counts, writer)
+                digest = _ranges(part, pair, settings, plan, cpus, counts, writer)
             outputs[pair.out_name] = counts.entry(pair, digest)
     except BaseException:
         for ref in singles.values():
@@ -274,49 +365,44 @@ def _get(ref: Any) -> Any:
         raise
 
 
-def _ranges(part: Any, pair: Any, data_dir: Path | None, mode: str, plan: Any, cpus: int,
-            counts: Any, writer: Any) -> str:
+def _ranges(part: Any, pair: Any, settings: CompileSettings, plan: Any, cpus: int,
+            counts: Counts, writer: Any) -> str:
     """Write a large pair's file from its ranges, in order, with at most ``WINDOW * cpus``
     tasks in flight; its sha256. A range written by its task into the staging folder (a
     worker on this node) is appended, and removed; one returned is written."""
     import ray
 
     from .emit.names import on_disk
-    from .emit.outdir import BlockFile
 
     ranges, shots, retrieved = plan
     shots_ref = ray.put(shots)
     cwd, staging, name = os.getcwd(), writer.staging, pair.out_name
     shown = writer.shown_path(name)
-    out = BlockFile(staging / on_disk(name), shown=shown)
-    pending: deque[tuple[Path, Any]] = deque()
-    todo = enumerate(ranges)
-    try:
-        while True:
-            while len(pending) < WINDOW * cpus:
-                k, rows = next(todo, (0, None))
-                if rows is None:
-                    break
-                ids = None if retrieved is None else [list(retrieved[i]) for i in rows]
-                rel = on_disk(f"{name}.part{k}")
-                pending.append((staging / rel, part.remote(cwd, pair, data_dir, mode, rows,
-                                                           shots_ref, ids, (str(staging), rel),
-                                                           shown)))
-            if not pending:
-                break
-            target, ref = pending.popleft()
-            data, n, over, _ = _get(ref)
-            counts.count += n
-            counts.over_limit += over
-            if data is None:
-                out.append(target)
-            else:
-                out.write(data)
-    except BaseException:
-        out.abort()
-        for _, ref in pending:
-            ray.cancel(ref, force=True)
-        raise
-    digest = out.close()
+
+    def pieces() -> Iterator[Path | bytes]:
+        pending: deque[tuple[Path, Any]] = deque()
+        todo = enumerate(ranges)
+        try:
+            while True:
+                while len(pending) < WINDOW * cpus:
+                    k, rows = next(todo, (0, None))
+                    if rows is None:
+                        break
+                    ids = None if retrieved is None else [list(retrieved[i]) for i in rows]
+                    rel = on_disk(f"{name}.part{k}")
+                    pending.append((staging / rel, part.remote(
+                        cwd, pair, settings, rows, shots_ref, ids, (str(staging), rel), shown)))
+                if not pending:
+                    return
+                target, ref = pending.popleft()
+                data, n, over, _ = _get(ref)
+                counts.count += n
+                counts.over_limit += over
+                yield target if data is None else data
+        finally:
+            for _, ref in pending:
+                ray.cancel(ref, force=True)
+
+    digest = write_blocks(staging / on_disk(name), (), shown=shown, parts=pieces())
     writer.adopt(name)
     return digest

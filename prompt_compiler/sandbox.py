@@ -42,7 +42,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import _PassArg
 
 from . import limits
-from .template.safe_format import FormatRefused, NamesOnlyFormatter
+from .safe_format import FormatRefused, NamesOnlyFormatter
 
 __all__ = ["MAX_POWER_BITS", "MAX_REPEAT", "PromptSandbox", "SecurityError", "json_indent_check"]
 

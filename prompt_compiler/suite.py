@@ -21,43 +21,26 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
 from .assemble.base import Record
-from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
-from .data.sources import attach_rows
-from .emit.blockfile import write_blocks
 from .emit.manifest import build_manifest, input_root
-from .emit.names import MANIFEST, check_unique, on_disk, output_name
+from .emit.names import MANIFEST, check_unique
 from .emit.outdir import OutputDir
-from .emit.records import record_bytes, record_json
-from .errors import ConfigError, DataError, OutputError, PromptCompilerError, PromptCompilerWarning
+from .errors import ConfigError, OutputError, PromptCompilerError
+from .pairs import CompileSettings, Counts, Pair, at_origin, pair_lines, pair_records
 
-__all__ = ["Pair", "Suite", "compile", "compile_to_dir", "load", "model_from_name"]
+__all__ = ["CompileSettings", "Pair", "Suite", "apply_settings", "compile", "compile_to_dir",
+           "load", "model_from_name", "tokenized", "with_options"]
 
 Globs = str | Sequence[str]
 """One abbr glob or several (``"gsm8k*"`` or ``["gsm8k*", "math"]``)."""
 PathArg = str | os.PathLike[str]
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """One dataset compiled for one model."""
-
-    dataset: DatasetConfig
-    model: ModelConfig
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def out_name(self) -> str:
-        """The record file in OUT (see :mod:`prompt_compiler.emit.names`)."""
-        return output_name(self.model.abbr, self.dataset.abbr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +196,7 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
         configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs,
                                defer_model_errors=True)
     except PromptCompilerError as err:
-        raise _at_origin(err) from None
+        raise at_origin(err) from None
     override = [m for name in _globs(models)
                 for m in model_from_name(name, opencompass_configs=opencompass_configs)]
     groups: list[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]]] = []
@@ -240,17 +223,6 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
                                tuple(dict.fromkeys(m.abbr for m in ms))) for ds, ms in groups))
 
 
-def _at_origin(err: PromptCompilerError) -> PromptCompilerError:
-    """Name the base config that defines a dataset, not only the eval config importing it."""
-    if err.dataset and err.config_path and " (imported by " not in err.config_path:
-        from .config.bases import defining_file
-
-        origin = defining_file(err.config_path, err.dataset)
-        if origin is not None:
-            err.config_path = f"{origin} (imported by {err.config_path})"
-    return err
-
-
 def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
     def body(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in spec.items() if k != "source"}
@@ -265,178 +237,6 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
                               f"{first.config_path} at {first.key_path})",
                               config_path=item.config_path, key_path=item.key_path)
     return tuple(seen.values())
-
-
-def compile_pair(pair: Pair, *, data_dir: PathArg | None = None, mode: str = "default",
-                 compiler: Compiler | None = None, lean: bool = False, spans: bool = False,
-                 rows: range | None = None, strict: bool = False,
-                 on_rows: Callable[[int], None] | None = None) -> Iterator[Record]:
-    """Stream the records of one pair; errors name the config file and key path.
-
-    Args:
-        lean: Records as written to files (see :meth:`Compiler.iter_records`).
-        rows: Only those test rows (a pair split across processes).
-        strict: Raise the warnings below as errors.
-        on_rows: Called once with the number of test rows, before the first record.
-
-    Warns:
-        PromptCompilerWarning: The dataset has no test rows, or a template placeholder
-            names no column (see :func:`dataset_warnings`).
-    """
-    compiler = compiler or Compiler(mode=mode)
-    try:
-        job, kind, params = _pair_job(pair, data_dir, compiler, lean, rows, strict, on_rows)
-        yield from _job_records(compiler, job, kind, params, lean=lean, spans=spans, rows=rows)
-    except PromptCompilerError as err:
-        raise _pair_located(pair, err) from None
-
-
-def _job_records(compiler: Compiler, job: Any, kind: str, params: Mapping[str, Any], *,
-                 lean: bool, spans: bool, rows: range | None) -> Iterator[Record]:
-    """A job's records; with ``spans``, each with its span provenance (the generic path,
-    re-rendered with tagged values: :func:`prompt_compiler.inspection.spans.add_spans`)."""
-    if not spans:
-        yield from compiler.job_records(job, kind, params, lean=lean, rows=rows)
-        return
-    from .inspection.spans import add_spans
-
-    run = compiler.run(job, kind, params, rows=rows)
-    yield from add_spans(job, kind, params, run.records, run.labels,
-                         lambda rec: record_json(rec)["prompt"])
-
-
-def _pair_job(pair: Pair, data_dir: PathArg | None, compiler: Compiler, lean: bool,
-              rows: range | None, strict: bool, on_rows: Callable[[int], None] | None
-              ) -> tuple[Any, str, dict[str, Any]]:
-    """The compile job of one pair, after its warnings (see :func:`compile_pair`)."""
-    compat = compiler.policy.name == "opencompass"
-    for note in (*pair.model.notes, *pair.dataset.notes):
-        if strict or (compat and note.reference is not None):
-            raise _at_origin(note)
-        warnings.warn(PromptCompilerWarning(str(_at_origin(note))), stacklevel=3)
-    dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
-    job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                     pair.options, lean=lean)
-    eager = isinstance(job.rows.test, (list, tuple))
-    # the checks read the first row (streamed rows too); a range after the first skips them
-    for problem in (dataset_warnings(job, dataset.spec) if not rows or not rows.start else []):
-        problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
-        problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
-        if strict:
-            raise _at_origin(problem)
-        warnings.warn(PromptCompilerWarning(str(_at_origin(problem))), stacklevel=3)
-    if on_rows is not None and eager:
-        on_rows(len(job.rows.test))
-    return job, kind, params
-
-
-def _pair_located(pair: Pair, err: PromptCompilerError) -> PromptCompilerError:
-    """``err`` located in the pair's config files (dataset and model key paths)."""
-    own = pair.dataset.key_path
-    if err.key_path and own and not err.key_path.startswith((own, pair.model.key_path)):
-        if err.key_path.startswith("model"):
-            # the model's own config file and key path
-            err.key_path = pair.model.key_path + err.key_path[len("model"):]
-            err.located(config_path=pair.model.config_path, model=pair.model.abbr)
-        elif not err.key_path.startswith("meta_template"):
-            err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
-    return _at_origin(err.located(config_path=pair.dataset.config_path,
-                                  dataset=pair.dataset.abbr, model=pair.model.abbr))
-
-
-class _Counts:
-    """Lines written for one pair, and how many of them are flagged ``over_limit``."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.over_limit = 0
-
-    def entry(self, pair: Pair, digest: str) -> dict[str, Any]:
-        """The manifest's output entry (``over_limit`` only when some prompt is)."""
-        out: dict[str, Any] = {"dataset": pair.dataset.abbr, "model": pair.model.abbr,
-                               "records": self.count, "sha256": digest}
-        if self.over_limit:
-            out["over_limit"] = self.over_limit
-        return out
-
-
-def pair_lines(pair: Pair, counts: _Counts, *, data_dir: PathArg | None = None,
-               mode: str = "default", spans: bool = False, rows: range | None = None,
-               strict: bool = False, progress: Any = None) -> Iterator[bytes]:
-    """The record lines of one pair as written to its file, in blocks of whole lines.
-
-    Plannable jobs go through :mod:`.plan.lines` (no Record objects); others through
-    :func:`compile_pair`. ``counts`` holds the totals once the blocks are consumed;
-    ``progress.rows(n)`` and ``progress.row()`` (when present) hear of the rows.
-    """
-    from .plan.lines import Lines, plannable
-
-    compiler = Compiler(mode=mode)
-    tick = getattr(progress, "row", None)
-    try:
-        job, kind, params = _pair_job(pair, data_dir, compiler, True, rows, strict,
-                                      getattr(progress, "rows", None))
-        if not spans and plannable(job, kind, params):
-            try:
-                retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader,
-                                                   job.policy)
-                lines = Lines(job, kind, params, retrieved, rows=rows, tick=tick)
-                try:
-                    yield from lines
-                finally:
-                    counts.count, counts.over_limit = lines.count, lines.over_limit
-            except PromptCompilerError as err:
-                raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
-            return
-        records = _row_ticks(_job_records(compiler, job, kind, params, lean=True, spans=spans,
-                                          rows=rows), tick)
-        block: list[bytes] = []
-        for rec in records:
-            obj = record_json(rec)
-            if obj.get("over_limit"):
-                counts.over_limit += 1
-            block.append(record_bytes(obj))
-            if len(block) >= 256:
-                counts.count += len(block)
-                yield b"".join(block)
-                block = []
-        counts.count += len(block)
-        if block:
-            yield b"".join(block)
-    except PromptCompilerError as err:
-        raise _pair_located(pair, err) from None
-
-
-def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
-    """What a user should hear about a dataset that still compiles.
-
-    A test split with no rows (nothing is compiled), an ``output_column`` no row has
-    (every ``gold`` is null), and ``{placeholders}`` naming no column of the rows
-    (:func:`prompt_compiler.template.placeholders.unknown_placeholders`: they
-    stay in the prompt verbatim). Each is an error object carrying its key path, so a
-    caller can print it as a warning or raise it (``--strict``).
-    """
-    from .template.placeholders import unknown_placeholders
-
-    if not job.rows.test:
-        return [DataError("the test split has no rows, so nothing is compiled for this "
-                          "dataset", key_path="reader_cfg.test_split")]
-    infer = spec.get("infer_cfg") or {}
-    test_cols = list(job.rows.test[0])
-    train_cols = list(job.rows.train[0]) if job.rows.train else test_cols
-    found: list[PromptCompilerError] = []
-    for key, cols in (("ice_template", train_cols), ("prompt_template", test_cols)):
-        for hit in unknown_placeholders(infer.get(key), cols, f"infer_cfg.{key}"):
-            found.append(ConfigError(hit.message, key_path=hit.key_path))
-    output = (spec.get("reader_cfg") or {}).get("output_column")
-    if isinstance(output, str) and output and output not in test_cols:
-        import difflib
-
-        close = difflib.get_close_matches(output, [str(c) for c in test_cols], n=1, cutoff=0.6)
-        mean = f" (did you mean {close[0]!r}?)" if close else ""
-        found.append(DataError(f"output_column {output!r} names no column of the rows{mean}, so "
-                               "every record's gold is null", key_path="reader_cfg.output_column"))
-    return found
 
 
 def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "default",
@@ -457,12 +257,21 @@ def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "defau
         tokenize: Every record gets ``input_ids`` (each model needs its ``tokenizer``; see
             :func:`tokenized`; ``--tokenize``).
     """
-    compiler = Compiler(mode=mode)
-    if tokenize:
+    settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
+                               limit=limit, fewshot=fewshot, tokenize=tokenize)
+    compiler = settings.compiler()
+    for pair in apply_settings(suite, settings).pairs(only, models):
+        yield from pair_records(pair, settings, compiler=compiler)
+
+
+def apply_settings(suite: Suite, settings: CompileSettings) -> Suite:
+    """``suite`` with the settings that shape its pairs: ``--tokenize`` on its models,
+    ``--limit`` and ``--fewshot`` in their options (:func:`compile` and
+    :func:`compile_to_dir` apply them; a caller that lists the pairs first applies them
+    itself)."""
+    if settings.tokenize:
         suite = tokenized(suite)
-    for pair in with_options(suite, limit=limit, fewshot=fewshot).pairs(only, models):
-        yield from compile_pair(pair, data_dir=data_dir, mode=mode, compiler=compiler,
-                                strict=strict, spans=spans)
+    return with_options(suite, limit=settings.limit, fewshot=settings.fewshot)
 
 
 def with_options(suite: Suite, *, limit: int | None = None, fewshot: str | None = None) -> Suite:
@@ -502,128 +311,6 @@ def tokenized(suite: Suite) -> Suite:
     return replace(suite, models=tuple(models))
 
 
-def _limited(suite: Suite, limit: int | None) -> Suite:
-    return with_options(suite, limit=limit)
-
-
-def _compile_one(args: tuple[Pair, Path | None, str, Path, str, bool, range | None, str, bool]
-                 ) -> tuple[int, str, int]:
-    """Worker: compile one pair (or a range of its test rows) into the parent's staging folder."""
-    pair, data_dir, mode, staging, shown, spans, rows, rel, strict = args
-    counts = _Counts()
-    blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans, rows=rows,
-                        strict=strict)
-    digest = write_blocks(staging / on_disk(rel), blocks, shown=f"{shown}/{pair.out_name}")
-    return counts.count, digest, counts.over_limit
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A split pair's job, built and retrieved once by the parent; forked workers inherit it."""
-
-    job: Any
-    kind: str
-    params: dict[str, Any]
-    retrieved: Sequence[Sequence[int]]
-
-
-_PREPARED: dict[int, _Prepared] = {}
-"""Prepared jobs by pair number, for the duration of one :func:`_parallel`."""
-
-
-def _compile_range(args: tuple[int, tuple[Any, ...]]) -> tuple[int, str, int]:
-    """Worker: one row range of a split pair, from the job the parent prepared before the
-    pool forked (or, in a process that did not inherit it, from the configs again)."""
-    key, one = args
-    prepared = _PREPARED.get(key)
-    if prepared is None:
-        return _compile_one(one)
-    pair, _, _, staging, shown, _, rows, rel, _ = one
-    counts = _Counts()
-    write_blocks(staging / on_disk(rel), _prepared_lines(pair, prepared, rows, counts),
-                 shown=f"{shown}/{pair.out_name}", digest=False)
-    return counts.count, "", counts.over_limit
-
-
-def _prepared_lines(pair: Pair, prepared: _Prepared, rows: range | None, counts: _Counts
-                    ) -> Iterator[bytes]:
-    """The lines of ``rows`` from a prepared job; errors located as :func:`pair_lines` does."""
-    from .plan.lines import Lines
-
-    job = prepared.job
-    lines = Lines(job, prepared.kind, prepared.params, prepared.retrieved, rows=rows)
-    try:
-        yield from lines
-    except PromptCompilerError as err:
-        err.located(dataset=job.abbr, model=job.model.abbr, row=job.row)
-        raise _pair_located(pair, err) from None
-    finally:
-        counts.count, counts.over_limit = lines.count, lines.over_limit
-
-
-SPLIT_ROWS = 2_000
-"""A gen or ppl pair with at least twice this many test rows is split into row ranges."""
-PARENT_SHARE = 0.5
-"""The parent's range of a split pair, relative to a worker's: it also hashes the whole file
-(measured on the benchmark's jobs: hashing costs about a third of building the lines)."""
-
-
-def _row_ranges(pair: Pair, data_dir: Path | None, mode: str, jobs: int, spans: bool = False
-                ) -> tuple[list[range | None], _Prepared | None]:
-    """How a pair's test rows are shared among ``jobs`` processes (``[None]``: one does all),
-    and the job, prepared once, when the ranges can be built from plans.
-
-    The first range is the parent's; ranges are cut by bytes of the test file where the
-    rows stream from one (rows differ in length), else by rows."""
-    from .data.sources import NotPeekable, peeking
-    from .plan.lines import plannable
-
-    try:
-        with peeking():  # rows from a pipe are left for the worker
-            dataset = attach_rows(pair.dataset, data_dir)
-        job, kind, params = Compiler(mode=mode).job(
-            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
-    except (PromptCompilerError, NotPeekable):
-        return [None], None  # a worker raises it again, located as a whole-pair compile does
-    n = len(job.rows.test)
-    if kind not in ("gen", "ppl") or n < 2 * SPLIT_ROWS:
-        return [None], None
-    parts = min(jobs, n // SPLIT_ROWS)
-    weights = [PARENT_SHARE] + [1.0] * (parts - 1)
-    cuts = [sum(weights[:k]) / sum(weights) for k in range(parts + 1)]
-    bounds = _byte_bounds(job.rows.test, cuts) or [round(n * c) for c in cuts]
-    ranges: list[range | None] = [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
-    prepared = None
-    if not spans and plannable(job, kind, params):
-        try:
-            retrieved = job.retriever.retrieve(job.rows.train, job.rows.test, job.reader,
-                                               job.policy)
-        except PromptCompilerError:
-            return ranges, None  # each range raises it again
-        prepared = _Prepared(job, kind, params, retrieved)
-    return ranges, prepared
-
-
-def _byte_bounds(rows: Sequence[Any], cuts: Sequence[float]) -> list[int] | None:
-    """Row bounds at those fractions of the rows' bytes in their JSON Lines file, or None."""
-    from bisect import bisect_left
-
-    from .data.reader import RowView
-    from .data.sources import JsonlRows
-
-    if not isinstance(rows, RowView) or not isinstance(rows.source, JsonlRows):
-        return None
-    positions = rows.positions
-    if not isinstance(positions, range) or positions.step != 1 or not positions:
-        return None
-    starts = rows.source._starts
-    lo, hi = positions.start, positions.stop
-    first = starts[lo]
-    size = rows.source._ends[hi - 1] - first
-    return [bisect_left(starts, first + size * c, lo, hi) - lo if 0 < c < 1 else
-            (0 if c <= 0 else hi - lo) for c in cuts]
-
-
 def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | None = None,
                    mode: str = "default", only: Globs = (), jobs: int = 1,
                    progress: Any = None, replace_foreign: bool = False, spans: bool = False,
@@ -661,8 +348,10 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
 
         _pyarrow()  # a missing extra fails before anything is compiled
     out = Path(out) if out is not None else None
-    data_dir = Path(data_dir) if data_dir is not None else None
-    suite = with_options(tokenized(suite) if tokenize else suite, limit=limit, fewshot=fewshot)
+    settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
+                               jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize)
+    data_dir = settings.data_dir
+    suite = apply_settings(suite, settings)
     pairs = suite.pairs(only, models)
     if not pairs:
         raise suite.nothing_to_compile(only, models)
@@ -677,16 +366,17 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
             from .ray_engine import compile_pairs, ray_session
 
             with ray_session(ray_address, jobs):
-                compile_pairs(pairs, writer, outputs, data_dir, mode, progress, spans, strict)
+                compile_pairs(pairs, writer, outputs, settings, progress)
         elif jobs > 1 and writer is not None:
-            _parallel(pairs, writer, outputs, data_dir, mode, jobs, progress, spans, strict)
+            from .parallel import compile_parallel
+
+            compile_parallel(pairs, writer, outputs, settings, progress)
         else:
             for i, pair in enumerate(pairs):
                 if progress:
                     progress(i, len(pairs), pair)
-                counts = _Counts()
-                blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
-                                    strict=strict, progress=progress)
+                counts = Counts()
+                blocks = pair_lines(pair, settings, counts, progress=progress)
                 if writer is None:
                     digest = _hash(blocks)
                 else:
@@ -711,21 +401,6 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         if writer is not None:
             writer.abort()
         raise
-
-
-def _row_ticks(records: Iterator[Record], tick: Callable[[], None] | None) -> Iterator[Record]:
-    """Pass records through, calling ``tick()`` each time a test row is done."""
-    if tick is None:
-        yield from records
-        return
-    last = None
-    for rec in records:
-        if last is not None and rec.index != last:
-            tick()
-        last = rec.index
-        yield rec
-    if last is not None:
-        tick()
 
 
 def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> list[Path]:
@@ -794,99 +469,12 @@ def _check_not_inside(out: Path, inputs: Sequence[str | os.PathLike[str]]) -> No
                               "replaced as a whole", hint="write the output to another folder")
 
 
+def _path(value: PathArg | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
 def _hash(blocks: Iterator[bytes]) -> str:
     h = hashlib.sha256()
     for block in blocks:
         h.update(block)
     return h.hexdigest()
-
-
-def _parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
-              data_dir: Path | None, mode: str, jobs: int, progress: Any,
-              spans: bool = False, strict: bool = False) -> None:
-    """Compile pairs in ``jobs`` processes; a large pair's row ranges go to several of them
-    and their parts are joined in order, so every file is byte-identical to ``--jobs 1``.
-
-    The parent builds a split pair's job once (the forked workers inherit it) and compiles
-    its first range itself, straight into the pair's file; the workers' parts are appended."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .interrupts import deferred
-    from .workers import Watch, init_worker, labelled, result, stop_workers
-
-    staging = writer.staging
-    split = [_row_ranges(pair, data_dir, mode, jobs, spans) for pair in pairs]
-    for key, (_, prepared) in enumerate(split):
-        if prepared is not None:
-            _PREPARED[key] = prepared
-    pool_tasks = sum(len(ranges) - (len(ranges) > 1) for ranges, _ in split)
-    workers = max(1, min(jobs if len(pairs) > 1 else jobs - 1, pool_tasks))
-    tasks: list[list[tuple[str, Any]]] = []
-    try:
-        with ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
-                                 initargs=(os.getpid(),)) as pool:
-            watch = Watch(pool, str(staging))
-            try:
-                with deferred():  # forks, and the pool's locks: no stop signal in between
-                    for key, (pair, (ranges, _)) in enumerate(zip(pairs, split, strict=True)):
-                        label = f"dataset {pair.dataset.abbr!r} x model {pair.model.abbr!r}"
-                        if len(ranges) == 1:
-                            one = (pair, data_dir, mode, staging, writer.shown, spans, None,
-                                   pair.out_name, strict)
-                            tasks.append([(pair.out_name, pool.submit(
-                                labelled, str(staging), label, _compile_one, one))])
-                            continue
-                        named = [(f"{pair.out_name}.part{k}", rows)
-                                 for k, rows in enumerate(ranges)]
-                        tasks.append([(rel, pool.submit(labelled, str(staging), label + (
-                            f" (rows {rows.start}-{rows.stop - 1})" if rows else ""),
-                            _compile_range, (key, (pair, data_dir, mode, staging, writer.shown,
-                                                   spans, rows, rel, strict))))
-                            for rel, rows in named[1:]])
-                    watch.start()
-                for key, (pair, parts) in enumerate(zip(pairs, tasks, strict=True)):
-                    if progress:
-                        progress(key, len(pairs), pair)
-                    ranges = split[key][0]
-                    if len(ranges) == 1:
-                        count, digest, over = result(parts[0][1], watch)
-                    else:
-                        count, digest, over = _join(pair, key, ranges[0], parts, data_dir,
-                                                     mode, staging, writer.shown, spans, strict,
-                                                     lambda fut: result(fut, watch))
-                    writer.adopt(pair.out_name)
-                    counts = _Counts()
-                    counts.count, counts.over_limit = count, over
-                    outputs[pair.out_name] = counts.entry(pair, digest)
-            except BaseException:
-                stop_workers(pool, [fut for parts in tasks for _, fut in parts])
-                raise
-    finally:
-        _PREPARED.clear()
-
-
-def _join(pair: Pair, key: int, first: range | None, parts: list[tuple[str, Any]],
-          data_dir: Path | None, mode: str, staging: Path, shown: str, spans: bool,
-          strict: bool, wait: Callable[[Any], Any]) -> tuple[int, str, int]:
-    """A split pair's file: its first range compiled here, then the workers' parts appended
-    in order (deleted once appended); (lines, sha256, lines over the limit)."""
-    counts = _Counts()
-    prepared = _PREPARED.get(key)
-    if prepared is not None:
-        blocks = _prepared_lines(pair, prepared, first, counts)
-    else:
-        blocks = pair_lines(pair, counts, data_dir=data_dir, mode=mode, spans=spans,
-                            rows=first, strict=strict)
-    totals = [0, 0]  # lines, lines over the limit
-
-    def appended() -> Iterator[Path]:
-        totals[:] = [counts.count, counts.over_limit]  # the first range is written by now
-        for rel, fut in parts:
-            n, _, n_over = wait(fut)  # the first failing range raises
-            totals[0] += n
-            totals[1] += n_over
-            yield staging / on_disk(rel)
-
-    digest = write_blocks(staging / on_disk(pair.out_name), blocks,
-                          shown=f"{shown}/{pair.out_name}", parts=appended())
-    return totals[0], digest, totals[1]

@@ -151,3 +151,15 @@ def describe_load_error(exc: BaseException) -> str | None:
         return (f"an integer of more than {limit:,} digits (Python does not read longer "
                 "integers; write it as a string)")
     return None
+
+
+def check_row(row: Any, where: str, key_path: str = "") -> None:
+    """Refuse a data row holding a value no prompt can show (huge integer, very deep
+    nesting): a :class:`~prompt_compiler.errors.DataError` naming ``where`` and the column."""
+    from .errors import DataError
+
+    found = find_problem(row, text=False)
+    if found is not None:
+        sub, why = found
+        raise DataError(f"{where}: column {sub.removeprefix('[').split(']', 1)[0]}: {why}",
+                        key_path=key_path or None)

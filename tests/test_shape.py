@@ -163,6 +163,31 @@ def test_no_retriever_is_an_error_in_files_and_library(tmp_path: Path) -> None:
         pc.Compiler().compile(dataset, {"abbr": "echo"})
 
 
+def test_no_retriever_beside_an_ice_template_is_an_error_in_files_and_library(
+        tmp_path: Path) -> None:
+    ice = ('      ice_template: {type: PromptTemplate, template: "{country}: {capital}"}\n'
+           '      prompt_template: {type: PromptTemplate, template: "</E>Capital of '
+           '{country}?", ice_token: "</E>"}\n')
+    text = NO_RETRIEVER.replace('      prompt_template: {type: PromptTemplate, template: '
+                                '"Capital of {country}?"}\n', ice)
+    (tmp_path / "caps.yaml").write_text(text, encoding="utf-8")
+    proc = run_cli("caps.yaml", "--model", "echo", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "caps.yaml" in proc.stderr and "datasets[0].infer_cfg.retriever" in proc.stderr
+    assert not (tmp_path / "out").exists()
+    dataset = {"abbr": "caps", "reader_cfg": {"input_columns": ["country"],
+                                              "output_column": "capital"},
+               "infer_cfg": {"ice_template": {"type": "PromptTemplate",
+                                              "template": "{country}: {capital}"},
+                             "prompt_template": {"type": "PromptTemplate", "ice_token": "</E>",
+                                                 "template": "</E>Capital of {country}?"},
+                             "inferencer": {"type": "GenInferencer"}},
+               "rows": [{"country": "Chad", "capital": "N'Djamena"}]}
+    with pytest.raises(pc.ConfigError, match="infer_cfg has no 'retriever'") as info:
+        pc.Compiler().compile(dataset, {"abbr": "echo"})
+    assert info.value.key_path == "infer_cfg.retriever"
+
+
 def test_the_template_check_reads_the_same_from_files_and_library(tmp_path: Path) -> None:
     text = NO_RETRIEVER.replace('      prompt_template: {type: PromptTemplate, template: '
                                 '"Capital of {country}?"}\n', "")
@@ -216,3 +241,25 @@ def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str)
                          statement.replace("; ", "\n")], capture_output=True, text=True,
                         cwd=REPO, timeout=60)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_pair_compiles_alone_as_an_engine_task(tmp_path: Path) -> None:
+    """compile_range: the picklable task another engine runs gives the file's bytes."""
+    import pickle
+
+    from prompt_compiler.pairs import compile_range, prepare
+
+    suite = pc.load(REPO / "configs")
+    out = tmp_path / "out"
+    pc.compile_to_dir(suite, out, only="arith*")
+    settings = pc.CompileSettings(mode="default")
+    pair = next(p for p in suite.pairs("arith*") if p.model.abbr == "tinychat-1b-hf")
+    task = pickle.loads(pickle.dumps((compile_range, pair, settings)))
+    data, counts = task[0](*task[1:])
+    expected = (out / "tinychat-1b-hf" / "arith-gen-3shot.jsonl").read_bytes()
+    assert data == expected and counts.count == expected.count(b"\n") == 5
+    # a row range from the job prepared once: the file's lines of those rows
+    job, kind, _, prepared = prepare(pair, settings)
+    assert (kind, len(job.rows.test)) == ("gen", 5) and prepared is not None
+    part, counts = compile_range(pair, settings, range(1, 3), prepared)
+    assert part == b"".join(expected.splitlines(keepends=True)[1:3]) and counts.count == 2

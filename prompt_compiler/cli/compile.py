@@ -208,7 +208,10 @@ def run(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from .. import suite as S
+    from ..pairs import CompileSettings, pair_records
 
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)
@@ -218,15 +221,13 @@ def _run(args: argparse.Namespace) -> int:
         writes = not args.check and (args.out is not None or not args.show)
         if writes:  # repair what a dead run left; fail now, not after loading, if OUT is busy
             OutputDir(args.out or Path("out")).recover()
-        loaded = S.load(args.paths, models=args.model,
-                        opencompass_configs=args.opencompass_configs)
-        if args.fewshot:
-            import dataclasses
-
-            loaded = dataclasses.replace(loaded, options={"fewshot": args.fewshot})
-        if args.tokenize:
-            loaded = S.tokenized(loaded)
-        loaded = S._limited(loaded, args.limit)
+        settings = CompileSettings(
+            data_dir=Path(args.data_dir) if args.data_dir is not None else None, mode=mode,
+            spans=args.spans, strict=args.strict, jobs=args.jobs, limit=args.limit,
+            fewshot=args.fewshot, tokenize=args.tokenize)
+        loaded = S.apply_settings(S.load(args.paths, models=args.model,
+                                         opencompass_configs=args.opencompass_configs),
+                                  settings)
         if not loaded.pairs(args.only, args.models):
             raise loaded.nothing_to_compile(args.only, args.models)
         if args.show:
@@ -235,8 +236,8 @@ def _run(args: argparse.Namespace) -> int:
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
             for pair in loaded.pairs(args.only, args.models):
                 print(f"=== {pair.dataset.abbr} x {pair.model.abbr} ({pair.dataset.config_path})")
-                for n, rec in enumerate(S.compile_pair(pair, data_dir=args.data_dir, mode=mode,
-                                                       strict=args.strict)):
+                shown = dataclasses.replace(settings, spans=False)  # the prompts only
+                for n, rec in enumerate(pair_records(pair, shown)):
                     if n >= args.show:
                         break
                     label = f" label={rec.label!r}" if rec.mode == "ppl" else ""

@@ -20,12 +20,10 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from ..errors import DataError
-
-if TYPE_CHECKING:
-    from .sources import DatasetRows  # noqa: F811
+from ..values import check_row
 
 __all__ = ["ConcatRows", "ParquetRows", "parquet_splits", "require_pyarrow"]
 
@@ -176,9 +174,7 @@ class ParquetRows(Sequence[Row]):
         return row
 
     def _check(self, row: Row, group: int, offset: int) -> None:
-        from .sources import _check_values
-
-        _check_values(row, self._where(group, offset))
+        check_row(row, self._where(group, offset))
 
     def __iter__(self) -> Iterator[Row]:
         return self.iter_range(0, len(self))
@@ -287,51 +283,3 @@ def parquet_splits(folder: Path) -> dict[str, list[Path]]:
         match = _SHARD.match(file.stem)
         splits.setdefault(match["split"] if match else file.stem, []).append(file)
     return splits
-
-
-def folder_rows(folder: Path) -> DatasetRows | None:
-    """A ``.parquet`` file (one split used as both) or a folder of Parquet splits as
-    :class:`~prompt_compiler.data.sources.DatasetRows`; None for a folder without any."""
-    from .sources import DatasetRows  # noqa: F811
-
-    if not folder.is_dir():
-        return DatasetRows(ParquetRows([folder]), None, str(folder))
-    splits = parquet_splits(folder)
-    if not splits:
-        return None
-    return DatasetRows(None, {name: ParquetRows(files) for name, files in splits.items()},
-                       str(folder))
-
-
-def from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows | None:
-    """``DIR/<abbr>/<split>.parquet`` (splits) or ``DIR/<abbr>.parquet`` (one split), else
-    None; both are added to ``tried``."""
-    from .sources import DatasetRows  # noqa: F811
-
-    folder = data_dir / abbr
-    tried.append(str(folder / "<split>.parquet"))
-    if folder.is_dir():
-        found = folder_rows(folder)
-        if found is not None:
-            return found
-    single = data_dir / f"{abbr}.parquet"
-    tried.append(str(single))
-    if single.is_file():
-        return DatasetRows(ParquetRows([single]), None, str(single))
-    return None
-
-
-def glob_rows(pattern: str, files: Sequence[Path], reader: str | None) -> DatasetRows:
-    """The files a glob matched, read as one split in name order: all Parquet, or all
-    JSON Lines."""
-    from .sources import DatasetRows, _jsonl  # noqa: F811
-
-    kinds = {reader or {".parquet": "parquet", ".jsonl": "jsonl"}.get(f.suffix.lower(), "")
-             for f in files}
-    if kinds == {"parquet"}:
-        return DatasetRows(ParquetRows(files), None, pattern)
-    if kinds == {"jsonl"}:
-        parts = [_jsonl(f) for f in files]
-        return DatasetRows(parts[0] if len(parts) == 1 else ConcatRows(parts), None, pattern)
-    raise DataError(f"{pattern}: a glob must match only .parquet or only .jsonl files, got "
-                    f"{', '.join(sorted({f.suffix or '(none)' for f in files}))}")

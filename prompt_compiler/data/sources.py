@@ -37,7 +37,7 @@ import orjson
 from .. import limits
 from ..config.records import DatasetConfig
 from ..errors import DataError, LimitError, PromptCompilerError
-from ..values import describe_load_error, find_problem
+from ..values import check_row, describe_load_error
 
 __all__ = [
     "BUILTIN_READERS",
@@ -197,11 +197,7 @@ def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows |
     tried.append(str(single))
     if single.is_file():
         return DatasetRows(_jsonl(single), None, str(single))
-    from .parquet import from_data_dir
-
-    return from_data_dir(data_dir, abbr, tried)
-
-
+    return _parquet_from_data_dir(data_dir, abbr, tried)
 def _resolve(name: str, config_dir: Path, tried: list[str]) -> Path | None:
     path = Path(name).expanduser()
     candidates = [path] if path.is_absolute() else [config_dir / path, Path.cwd() / path]
@@ -225,8 +221,6 @@ def _glob(pattern: Path) -> list[Path]:
 def _read(file: Path, reader: str | None) -> DatasetRows:
     matched = _glob(file)
     if matched:
-        from .parquet import glob_rows
-
         return glob_rows(str(file), matched, reader)
     _check_kind(file, folder_ok=reader in (None, "hf_disk", "parquet"))
     if reader is None:
@@ -235,9 +229,7 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
         else:
             reader = _SUFFIX_READERS.get(file.suffix.lower())
     if reader in ("dir", "parquet"):
-        from .parquet import folder_rows
-
-        found = folder_rows(file)
+        found = parquet_folder_rows(file)
         if found is not None:
             return found
     if reader == "dir":
@@ -290,7 +282,7 @@ def _check_rows(rows: Any, *, file: str = "", split: str = "", key_path: str = "
             )
         if len(row) > 100:
             _check_columns(len(row), f"{prefix}row {index}", key_path)
-        _check_values(row, f"{prefix}row {index}", key_path)
+        check_row(row, f"{prefix}row {index}", key_path)
     return rows
 
 
@@ -300,15 +292,6 @@ def _check_columns(count: int, where: str, key_path: str = "") -> None:
     if count > limit:
         raise LimitError(f"{where}: {count:,} columns; " + limits.describe("columns", limit),
                          key_path=key_path or None)
-
-
-def _check_values(row: Row, where: str, key_path: str = "") -> None:
-    """Refuse a row holding a value no prompt can show (huge integer, very deep nesting)."""
-    found = find_problem(row, text=False)
-    if found is not None:
-        sub, why = found
-        raise DataError(f"{where}: column {sub.removeprefix('[').split(']', 1)[0]}: {why}",
-                        key_path=key_path or None)
 
 
 # --- readers --------------------------------------------------------------------------
@@ -434,7 +417,7 @@ def _parse_line(line: bytes, file: Path, lineno: int, row: int) -> Row:
                         f"{type(value).__name__}")
     _check_columns(len(value), f"{file}: line {lineno} (row {row})")
     if not flat or not _FLAT.isdisjoint(map(type, value.values())):
-        _check_values(value, f"{file}: line {lineno} (row {row})")
+        check_row(value, f"{file}: line {lineno} (row {row})")
     return value
 
 
@@ -547,6 +530,18 @@ class JsonlRows(Sequence[Row]):
 
     def __len__(self) -> int:
         return len(self._starts)
+
+    def byte_cuts(self, lo: int, hi: int, fractions: Sequence[float]) -> list[int]:
+        """Bounds that cut rows ``lo``..``hi`` at those fractions of their bytes in the file
+        (rows differ in length), counted from ``lo``: 0 for a fraction <= 0, ``hi - lo`` for
+        one >= 1."""
+        from bisect import bisect_left
+
+        starts = self._starts
+        first = starts[lo]
+        size = self._ends[hi - 1] - first
+        return [bisect_left(starts, first + size * c, lo, hi) - lo if 0 < c < 1 else
+                (0 if c <= 0 else hi - lo) for c in fractions]
 
     @overload
     def __getitem__(self, index: int) -> Row: ...
@@ -739,3 +734,55 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path
             if single.is_file():
                 return [single]
     return []
+
+
+# --- Parquet (prompt_compiler.data.parquet reads the files) --------------------------------
+
+
+def parquet_folder_rows(folder: Path) -> DatasetRows | None:
+    """A ``.parquet`` file (one split used as both) or a folder of Parquet splits as
+    :class:`DatasetRows`; None for a folder without any."""
+    from . import parquet
+
+    if not folder.is_dir():
+        return DatasetRows(parquet.ParquetRows([folder]), None, str(folder))
+    splits = parquet.parquet_splits(folder)
+    if not splits:
+        return None
+    return DatasetRows(None, {name: parquet.ParquetRows(files) for name, files in splits.items()},
+                       str(folder))
+
+
+def _parquet_from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows | None:
+    """``DIR/<abbr>/<split>.parquet`` (splits) or ``DIR/<abbr>.parquet`` (one split), else
+    None; both are added to ``tried``."""
+    from . import parquet
+
+    folder = data_dir / abbr
+    tried.append(str(folder / "<split>.parquet"))
+    if folder.is_dir():
+        found = parquet_folder_rows(folder)
+        if found is not None:
+            return found
+    single = data_dir / f"{abbr}.parquet"
+    tried.append(str(single))
+    if single.is_file():
+        return DatasetRows(parquet.ParquetRows([single]), None, str(single))
+    return None
+
+
+def glob_rows(pattern: str, files: Sequence[Path], reader: str | None) -> DatasetRows:
+    """The files a glob matched, read as one split in name order: all Parquet, or all
+    JSON Lines."""
+    from . import parquet
+
+    kinds = {reader or {".parquet": "parquet", ".jsonl": "jsonl"}.get(f.suffix.lower(), "")
+             for f in files}
+    if kinds == {"parquet"}:
+        return DatasetRows(parquet.ParquetRows(files), None, pattern)
+    if kinds == {"jsonl"}:
+        parts = [_jsonl(f) for f in files]
+        joined = parts[0] if len(parts) == 1 else parquet.ConcatRows(parts)
+        return DatasetRows(joined, None, pattern)
+    raise DataError(f"{pattern}: a glob must match only .parquet or only .jsonl files, got "
+                    f"{', '.join(sorted({f.suffix or '(none)' for f in files}))}")

@@ -40,10 +40,10 @@ def os_errors(what: str, hint: str | None = None) -> Iterator[None]:
 
 
 def write_blocks(path: Path, blocks: Iterable[bytes], *, shown: str, digest: bool = True,
-                 parts: Iterable[Path] = ()) -> str:
-    """Write byte blocks (whole JSON lines) to ``path``, then append the part files ``parts``
-    yields (each deleted once appended); returns the sha256 of the file's bytes (``""``
-    with ``digest=False``).
+                 parts: Iterable[Path | bytes] = ()) -> str:
+    """Write byte blocks (whole JSON lines) to ``path``, then what ``parts`` yields in order:
+    a part file is appended (and deleted once appended), bytes are written; returns the
+    sha256 of the file's bytes (``""`` with ``digest=False``).
 
     ``shown`` is the file's name for messages; errors of the blocks' or the parts' producer
     pass through (the file is left for the caller's folder to remove), an OS error is an
@@ -54,7 +54,10 @@ def write_blocks(path: Path, blocks: Iterable[bytes], *, shown: str, digest: boo
         for block in blocks:
             out.write(block)
         for part in parts:
-            out.append(part)
+            if isinstance(part, Path):
+                out.append(part)
+            else:
+                out.write(part)
     except BaseException:
         out.abort()
         raise

@@ -75,6 +75,12 @@ class RowPlanner:
         # without a limit, a writer that needs no count never counts
         self.counts = counts and self.counting
 
+    def retarget(self, retrieved: Sequence[Sequence[int]], rows: range | None) -> None:
+        """Serve other rows of the same job next (``retrieved`` indexed by row, as for the
+        whole job); the compiled plans are kept."""
+        self.retrieved = retrieved
+        self.span = range(len(retrieved)) if rows is None else rows
+
     def rows(self) -> Iterator[tuple[int, Sequence[int], Mapping[str, Any]]]:
         """(index, example ids, test row) of each row in order; rows of a streamed file are
         read one by one, and ``job.row`` names the row an error comes from. Rows sharing

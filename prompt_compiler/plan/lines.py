@@ -144,6 +144,13 @@ class Lines:
             self.ids, self.record_ids = IdsJson(job), RecordIds(job)
         self.mask = b', "mask_length": 0' if kind == "ppl" else b""
 
+    def over(self, retrieved: Sequence[Sequence[int]], rows: range | None) -> Lines:
+        """These lines for other rows of the same job (a batch of a Ray dataset): the plans
+        and shapes compiled so far are kept; the counts go on adding up."""
+        self.retrieved = retrieved
+        self.planner.retarget(retrieved, rows)
+        return self
+
     # -- shapes ---------------------------------------------------------------------
 
     def _shapes(self, ids: Sequence[int], row: Mapping[str, Any]) -> list[_Shape] | None:

@@ -13,7 +13,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import limits
+from . import limits
 
 __all__ = ["FormatRefused", "NamesOnlyFormatter", "safe_format"]
 
