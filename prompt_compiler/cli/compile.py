@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Compile prompt configs into the exact model inputs "
                     "(JSONL per dataset x model). "
                     "'compile-prompts models' lists the built-in model templates.")
-    from .. import __version__
+    from .._version import __version__
 
     p.add_argument("--version", action="version", version=f"compile-prompts {__version__}")
     p.add_argument("paths", nargs="+", metavar="PATH",
