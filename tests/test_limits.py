@@ -536,3 +536,14 @@ def test_a_python_config_nested_5000_deep_names_the_limit(tmp_path: Path) -> Non
     assert line.startswith("compile-prompts: error: deep.py: RecursionError while loading the "
                            "config"), line
     assert line.endswith("(values nested more than 100 levels deep are not supported)"), line
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_as_a_model_template_file_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "meta.yaml")
+    text = HEAD.format(where="    rows: [{question: q, answer: a}]\n").replace(
+        "meta_template: null", "meta_template: meta.yaml")
+    (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
+    assert one_error(tmp_path, "s.yaml") == (
+        "compile-prompts: error: meta.yaml: model 'm', at models[0].meta_template: a model "
+        "template file must be a regular file")

@@ -378,6 +378,8 @@ def load_template_file(path: str | os.PathLike[str]) -> ModelTemplate:
     if file.suffix.lower() not in TEMPLATE_SUFFIXES:
         raise ConfigError(f"not a model template file: expected a {'/'.join(TEMPLATE_SUFFIXES)}"
                           " file", config_path=where)
+    if file.exists() and not file.is_file():  # a FIFO or device: reading would never end
+        raise ConfigError("a model template file must be a regular file", config_path=where)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
