@@ -244,6 +244,9 @@ ADVERSARIAL = {
     "commas": "," * 120_000,
     "apostrophes": "a. " + "'" * 120_000,
     "dashes": "a. b" + "-" * 120_000,
+    "periods": ". " * 60_000,
+    "initials": "A. " * 40_000,
+    "sentences": "".join(f"{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}. " for i in range(30_000)),
 }
 
 

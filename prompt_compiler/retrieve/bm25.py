@@ -265,6 +265,7 @@ def _annotate(words: list[_Word]) -> None:
                 word.abbr = True
 
 
+@functools.lru_cache(maxsize=4096)  # repeated contexts ("a. a. a. ...") cost a lookup
 def _has_break(context: str) -> bool:
     """Whether a word other than the last of ``context`` ends a sentence."""
     words = [_Word(w) for line in context.split("\n") for w in _PUNKT_WORD.findall(line)]
@@ -337,7 +338,12 @@ def word_tokenize(text: str) -> list[str]:
     Returns:
         The tokens of every sentence, in order.
     """
-    return [token for sentence in split_sentences(text) for token in treebank_tokenize(sentence)]
+    return [token for sentence in split_sentences(text) for token in _treebank_cached(sentence)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _treebank_cached(sentence: str) -> tuple[str, ...]:
+    return tuple(treebank_tokenize(sentence))
 
 
 # -- BM25 ------------------------------------------------------------------------------------
