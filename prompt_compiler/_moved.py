@@ -39,7 +39,8 @@ MOVED = {
     "outputs": "inspection.outputs",
     "placeholders": "template.placeholders",
     "planlines": "plan.lines",  # the plan stage as one package
-    "report_html": "inspection.report_html",
+    "report_html": "inspection.viewer",
+    "inspection.report_html": "inspection.viewer",  # the view command in viewer.py
     "reader": "data.reader",
     "special_tokens": "model.special_tokens",
     "spans": "inspection.spans",

@@ -454,7 +454,7 @@ def _every_input(suite: Suite, data_dir: Path | None) -> list[str | os.PathLike[
 
 
 def _check_names(pairs: Sequence[Pair]) -> None:
-    """Two abbrs may not share an output file (:func:`outnames.check_unique`)."""
+    """Two abbrs may not share an output file (:func:`prompt_compiler.emit.names.check_unique`)."""
     check_unique({p.model.abbr: p.model.config_path for p in pairs},
                   {p.dataset.abbr: p.dataset.config_path for p in pairs})
 

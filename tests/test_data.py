@@ -11,7 +11,7 @@ import pytest
 
 from prompt_compiler.config import DatasetConfig, load_config
 from prompt_compiler.data.sources import (
-    DatasetRows,
+    LoadedRows,
     attach_rows,
     load_splits,
     read_csv,
@@ -56,7 +56,7 @@ def test_opencompass_loader_rows_come_from_data_dir() -> None:
     rows = load_splits(gsm8k, DATA_DIR)
     # DIR/<abbr>/<split>.jsonl -> splits, in sorted file order
     expected = {"test": GSM8K_TEST, "train": GSM8K_TRAIN}
-    assert rows == DatasetRows(None, expected, str(DATA_DIR / "gsm8k"))
+    assert rows == LoadedRows(None, expected, str(DATA_DIR / "gsm8k"))
     assert list(rows.splits["test"][0]) == ["question", "answer"]  # key order kept
 
 
@@ -70,7 +70,7 @@ def test_inline_rows_win_over_path_and_data_dir(tmp_path: Path) -> None:
     write(tmp_path / "d.jsonl", '{"q": "file"}\n')
     write(tmp_path / "dd" / "demo.jsonl", '{"q": "data dir"}\n')
     ds = dataset(tmp_path, rows=[{"q": "inline"}], path="d.jsonl")
-    assert load_splits(ds, tmp_path / "dd") == DatasetRows([{"q": "inline"}], None, "inline")
+    assert load_splits(ds, tmp_path / "dd") == LoadedRows([{"q": "inline"}], None, "inline")
     splits = dataset(tmp_path, splits={"train": [{"q": 1}], "test": []})
     assert load_splits(splits).splits == {"train": [{"q": 1}], "test": []}
 

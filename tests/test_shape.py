@@ -228,6 +228,8 @@ def test_prompt_styles_are_exported() -> None:
     ("import prompt_compiler.tokenize as m; m.load_tokenizer", "model.tokenize"),
     ("from prompt_compiler.model import Model", "model.spec.Model"),
     ("from prompt_compiler.emit import record_json", "emit.records.record_json"),
+    ("from prompt_compiler.inspection.report_html import report", "inspection.viewer"),
+    ("from prompt_compiler.planlines import Lines", "plan.lines"),
 ])
 def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str) -> None:
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
@@ -263,3 +265,12 @@ def test_a_pair_compiles_alone_as_an_engine_task(tmp_path: Path) -> None:
     assert (kind, len(job.rows.test)) == ("gen", 5) and prepared is not None
     part, counts = compile_range(pair, settings, range(1, 3), prepared)
     assert part == b"".join(expected.splitlines(keepends=True)[1:3]) and counts.count == 2
+
+
+def test_one_dataset_rows_class_per_name() -> None:
+    from prompt_compiler.data import reader, sources
+
+    assert sources.LoadedRows.__name__ == "LoadedRows"
+    assert reader.DatasetRows((), ()).test == ()
+    with pytest.warns(DeprecationWarning, match="now LoadedRows"):
+        assert sources.DatasetRows is sources.LoadedRows

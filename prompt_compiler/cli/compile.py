@@ -231,7 +231,7 @@ def _run(args: argparse.Namespace) -> int:
         if not loaded.pairs(args.only, args.models):
             raise loaded.nothing_to_compile(args.only, args.models)
         if args.show:
-            from ..inspection.viewer import visible
+            from ..inspection.visible import visible
 
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
             for pair in loaded.pairs(args.only, args.models):

@@ -56,7 +56,7 @@ def run(argv: list[str]) -> int:
             parser.error(f"{path}: no such file or folder")
     if args.other is not None and args.out.is_file() != args.other.is_file():
         parser.error("give two output folders or two record files, not one of each")
-    from ..inspection.report_html import diff_report, report
+    from ..inspection.viewer import diff_report, report
 
     try:
         if args.other is None:

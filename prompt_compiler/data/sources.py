@@ -41,7 +41,7 @@ from ..values import check_row, describe_load_error
 
 __all__ = [
     "BUILTIN_READERS",
-    "DatasetRows",
+    "LoadedRows",
     "JsonlRows",
     "attach_rows",
     "load_splits",
@@ -68,8 +68,10 @@ _HF_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 
 
 @dataclass(frozen=True, slots=True)
-class DatasetRows:
-    """The rows of one dataset, shaped like the case format's ``rows`` / ``splits``."""
+class LoadedRows:
+    """The rows of one dataset as loaded, shaped like the case format's ``rows`` /
+    ``splits`` (the reader's :class:`prompt_compiler.data.reader.DatasetRows` are the
+    train and test rows a job uses)."""
 
     rows: Sequence[Row] | None
     """One split used as both train and test (``subdivision`` = abbr), or None."""
@@ -85,7 +87,7 @@ class DatasetRows:
         return {"splits": self.splits}
 
 
-def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> DatasetRows:
+def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> LoadedRows:
     """Find and read the rows of ``dataset`` (see the module docstring for the order).
 
     Raises:
@@ -139,10 +141,10 @@ def attach_rows(dataset: DatasetConfig, data_dir: Path | None = None) -> Dataset
 # --- the lookup steps -----------------------------------------------------------------
 
 
-def _inline(spec: Mapping[str, Any], key_path: str) -> DatasetRows | None:
+def _inline(spec: Mapping[str, Any], key_path: str) -> LoadedRows | None:
     if "rows" in spec:
         rows = _check_rows(spec["rows"], key_path=f"{key_path}.rows")
-        return DatasetRows(rows, None, "inline")
+        return LoadedRows(rows, None, "inline")
     if "splits" in spec:
         splits = spec["splits"]
         if not isinstance(splits, dict):
@@ -154,13 +156,13 @@ def _inline(spec: Mapping[str, Any], key_path: str) -> DatasetRows | None:
             str(name): _check_rows(rows, split=str(name), key_path=f"{key_path}.splits")
             for name, rows in splits.items()
         }
-        return DatasetRows(None, checked, "inline")
+        return LoadedRows(None, checked, "inline")
     return None
 
 
 def _from_path(
     spec: Mapping[str, Any], config_dir: Path, key_path: str, tried: list[str]
-) -> DatasetRows | None:
+) -> LoadedRows | None:
     loader = spec.get("type")
     if isinstance(loader, str) and loader and loader not in BUILTIN_READERS:
         return None  # an OpenCompass loader class: rows come from the data dir
@@ -178,7 +180,7 @@ def _from_path(
             if file is None:
                 return None
             splits[str(split)] = _one_split(_read(file, reader), file)
-        return DatasetRows(None, splits, ", ".join(str(p) for p in data_files.values()))
+        return LoadedRows(None, splits, ", ".join(str(p) for p in data_files.values()))
     path = data_files if isinstance(data_files, str) else spec.get("path")
     if not isinstance(path, str):
         return None
@@ -186,17 +188,17 @@ def _from_path(
     return None if file is None else _read(file, reader)
 
 
-def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows | None:
+def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> LoadedRows | None:
     folder = data_dir / abbr
     tried.append(str(folder / "<split>.jsonl"))
     if folder.is_dir():
         files = sorted(folder.glob("*.jsonl"))
         if files:
-            return DatasetRows(None, {f.stem: _jsonl(f) for f in files}, str(folder))
+            return LoadedRows(None, {f.stem: _jsonl(f) for f in files}, str(folder))
     single = data_dir / f"{abbr}.jsonl"
     tried.append(str(single))
     if single.is_file():
-        return DatasetRows(_jsonl(single), None, str(single))
+        return LoadedRows(_jsonl(single), None, str(single))
     return _parquet_from_data_dir(data_dir, abbr, tried)
 def _resolve(name: str, config_dir: Path, tried: list[str]) -> Path | None:
     path = Path(name).expanduser()
@@ -218,7 +220,7 @@ def _glob(pattern: Path) -> list[Path]:
     return [Path(f) for f in sorted(glob.glob(text)) if Path(f).is_file()]
 
 
-def _read(file: Path, reader: str | None) -> DatasetRows:
+def _read(file: Path, reader: str | None) -> LoadedRows:
     matched = _glob(file)
     if matched:
         return glob_rows(str(file), matched, reader)
@@ -236,30 +238,30 @@ def _read(file: Path, reader: str | None) -> DatasetRows:
         files = sorted(file.glob("*.jsonl"))
         if not files:
             raise DataError(f"{file}: folder holds no <split>.jsonl or <split>.parquet files")
-        return DatasetRows(None, {f.stem: _jsonl(f) for f in files}, str(file))
+        return LoadedRows(None, {f.stem: _jsonl(f) for f in files}, str(file))
     if not file.is_dir() and not file.is_file() and _PEEKING.get():
         raise NotPeekable(str(file))
     if reader == "jsonl":
-        return DatasetRows(_jsonl(file), None, str(file))
+        return LoadedRows(_jsonl(file), None, str(file))
     if reader == "json":
         data = read_json(file)
         if isinstance(data, list):
-            return DatasetRows(data, None, str(file))
-        return DatasetRows(None, data, str(file))
+            return LoadedRows(data, None, str(file))
+        return LoadedRows(None, data, str(file))
     if reader == "csv":
-        return DatasetRows(read_csv(file), None, str(file))
+        return LoadedRows(read_csv(file), None, str(file))
     if reader == "hf_disk":
         data_hf = read_hf_disk(file)
         if isinstance(data_hf, list):
-            return DatasetRows(data_hf, None, str(file))
-        return DatasetRows(None, data_hf, str(file))
+            return LoadedRows(data_hf, None, str(file))
+        return LoadedRows(None, data_hf, str(file))
     raise DataError(
         f"{file}: cannot tell how to read this file (suffix {file.suffix or '(none)'!r})",
         hint="set the dataset's type to one of: jsonl, json, csv, parquet, hf_disk",
     )
 
 
-def _one_split(rows: DatasetRows, file: Path) -> Sequence[Row]:
+def _one_split(rows: LoadedRows, file: Path) -> Sequence[Row]:
     if rows.rows is None:
         raise DataError(f"{file}: a data_files entry must hold one split (a list of rows)")
     return rows.rows
@@ -739,21 +741,21 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path
 # --- Parquet (prompt_compiler.data.parquet reads the files) --------------------------------
 
 
-def parquet_folder_rows(folder: Path) -> DatasetRows | None:
+def parquet_folder_rows(folder: Path) -> LoadedRows | None:
     """A ``.parquet`` file (one split used as both) or a folder of Parquet splits as
-    :class:`DatasetRows`; None for a folder without any."""
+    :class:`LoadedRows`; None for a folder without any."""
     from . import parquet
 
     if not folder.is_dir():
-        return DatasetRows(parquet.ParquetRows([folder]), None, str(folder))
+        return LoadedRows(parquet.ParquetRows([folder]), None, str(folder))
     splits = parquet.parquet_splits(folder)
     if not splits:
         return None
-    return DatasetRows(None, {name: parquet.ParquetRows(files) for name, files in splits.items()},
+    return LoadedRows(None, {name: parquet.ParquetRows(files) for name, files in splits.items()},
                        str(folder))
 
 
-def _parquet_from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> DatasetRows | None:
+def _parquet_from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> LoadedRows | None:
     """``DIR/<abbr>/<split>.parquet`` (splits) or ``DIR/<abbr>.parquet`` (one split), else
     None; both are added to ``tried``."""
     from . import parquet
@@ -767,11 +769,11 @@ def _parquet_from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> Datas
     single = data_dir / f"{abbr}.parquet"
     tried.append(str(single))
     if single.is_file():
-        return DatasetRows(parquet.ParquetRows([single]), None, str(single))
+        return LoadedRows(parquet.ParquetRows([single]), None, str(single))
     return None
 
 
-def glob_rows(pattern: str, files: Sequence[Path], reader: str | None) -> DatasetRows:
+def glob_rows(pattern: str, files: Sequence[Path], reader: str | None) -> LoadedRows:
     """The files a glob matched, read as one split in name order: all Parquet, or all
     JSON Lines."""
     from . import parquet
@@ -779,10 +781,21 @@ def glob_rows(pattern: str, files: Sequence[Path], reader: str | None) -> Datase
     kinds = {reader or {".parquet": "parquet", ".jsonl": "jsonl"}.get(f.suffix.lower(), "")
              for f in files}
     if kinds == {"parquet"}:
-        return DatasetRows(parquet.ParquetRows(files), None, pattern)
+        return LoadedRows(parquet.ParquetRows(files), None, pattern)
     if kinds == {"jsonl"}:
         parts = [_jsonl(f) for f in files]
         joined = parts[0] if len(parts) == 1 else parquet.ConcatRows(parts)
-        return DatasetRows(joined, None, pattern)
+        return LoadedRows(joined, None, pattern)
     raise DataError(f"{pattern}: a glob must match only .parquet or only .jsonl files, got "
                     f"{', '.join(sorted({f.suffix or '(none)' for f in files}))}")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DatasetRows":  # its name before LoadedRows (two classes shared it)
+        import warnings
+
+        warnings.warn("prompt_compiler.data.sources.DatasetRows is now LoadedRows (the name "
+                      "DatasetRows is the reader's train/test rows)", DeprecationWarning,
+                      stacklevel=2)
+        return LoadedRows
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

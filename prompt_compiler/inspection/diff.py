@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .outputs import item_key, read_records, record_files
-from .viewer import visible
+from .visible import visible
 
 __all__ = ["ItemDiff", "PairDiff", "diff_outputs", "diff_text", "to_json"]
 

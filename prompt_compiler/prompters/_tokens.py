@@ -84,12 +84,6 @@ class ModelTokens:
             changes[name] = value
         return dataclasses.replace(self, **changes)
 
-    def as_dict(self) -> dict[str, Any]:
-        """All slots as a plain dict (``stop_words`` as a list)."""
-        out = dataclasses.asdict(self)
-        out["stop_words"] = list(self.stop_words)
-        return out
-
     @classmethod
     def from_mapping(cls, tokens: Mapping[str, Any]) -> ModelTokens:
         """Defaults updated with ``tokens`` (see :meth:`updated`)."""
