@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import sys as _sys
 
-if _sys.argv[:1] == ["-m"] or _sys.argv[0].rsplit("/", 1)[-1].startswith("compile-prompts"):
+if _sys.argv[:1] == ["-m"] or _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].startswith(
+        "compile-prompts"):
     # The command is starting: a stop signal from now on is one line, never a traceback.
     from .cli.signals import install as _install
 

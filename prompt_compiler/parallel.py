@@ -170,6 +170,8 @@ def compile_parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, di
             except BaseException:
                 stop_workers(pool, [fut for parts in futures for _, fut in parts])
                 raise
+        for stray in writer.staging.glob(".worker-*"):  # a worker ended between tasks
+            stray.unlink(missing_ok=True)
     finally:
         _PREPARED.clear()
 
