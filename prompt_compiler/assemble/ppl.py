@@ -17,11 +17,13 @@ def _split_normalizing(job: Job, prompt: Any, normalizing_str: str) -> dict[str,
     """Context/answer split at the template's sep_token, for normalized PPL."""
     if not isinstance(prompt, str):
         raise RenderError("normalizing_str needs str templates (the prompt must be a string)",
-                          reference=("AssertionError", "Prompt must be a string when normalizing_str is set."))
+                          reference=("AssertionError",
+                                     "Prompt must be a string when normalizing_str is set."))
     tp = job.prompt_template or job.ice_template
     sep = tp.sep_token if tp is not None else None
     if sep is None:
-        raise RenderError("normalizing_str needs the template's sep_token to split context and answer",
+        raise RenderError("normalizing_str needs the template's sep_token to split context and "
+                          "answer",
                           key_path="infer_cfg.prompt_template.sep_token",
                           reference=("TypeError", "must be str, not None"))
     pos = prompt.find(sep)
@@ -32,7 +34,8 @@ def _split_normalizing(job: Job, prompt: Any, normalizing_str: str) -> dict[str,
         "context": context,
         "mask_length": job.token_len(job.model.render(context, "ppl", job.policy)),
         "normalizing_prompt": normalizing_str + answer,
-        "normalizing_mask_length": job.token_len(job.model.render(normalizing_str, "ppl", job.policy)),
+        "normalizing_mask_length": job.token_len(
+            job.model.render(normalizing_str, "ppl", job.policy)),
     }
 
 
@@ -58,7 +61,8 @@ def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[A
     limit = model.max_seq_len
     counts = job.counts_tokens
 
-    def build(index: int, ids: list[int], label: Any, keep_sep: bool) -> tuple[Any, Any, int | None]:
+    def build(index: int, ids: list[int], label: Any,
+              keep_sep: bool) -> tuple[Any, Any, int | None]:
         prompt = job.label_prompt(index, job.build_ice(ids), label, keep_sep)
         rendered = model.render(prompt, "ppl", policy)
         return prompt, rendered, job.token_len(rendered) if counts else None
