@@ -197,7 +197,7 @@ def test_csv_empty_and_duplicated_columns(tmp_path: Path) -> None:
 def test_not_utf8(tmp_path: Path) -> None:
     file = tmp_path / "d.jsonl"
     file.write_bytes(b'{"q": "\xff"}\n')
-    assert _raises(read_jsonl, file).startswith(f"{file}: not UTF-8 text")
+    assert _raises(read_jsonl, file).startswith(f"{file}: line 1: not UTF-8 text")
 
 
 def test_missing_rows_list_every_path_tried(tmp_path: Path) -> None:

@@ -550,3 +550,21 @@ def test_a_fifo_as_a_model_template_file_is_refused(tmp_path: Path) -> None:
     assert one_error(tmp_path, "s.yaml") == (
         "compile-prompts: error: meta.yaml: model 'm', at models[0].meta_template: a model "
         "template file must be a regular file")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_read_by_choice_keeps_the_line_limit(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "rows.jsonl")
+    (tmp_path / "s.yaml").write_text(suite_reading("rows.jsonl"), encoding="utf-8")
+    data = '{"question": "q", "answer": "a"}\n{"question": "' + "x" * 200 + '"}\n'
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; open(sys.argv[1], 'w')"
+                               ".write(sys.argv[2])", str(tmp_path / "rows.jsonl"), data])
+    try:
+        line = one_error(tmp_path, "s.yaml", PROMPT_COMPILER_READ_PIPES="1",
+                         PROMPT_COMPILER_MAX_LINE_BYTES="100")
+    finally:
+        writer.kill()
+        writer.wait()
+    assert line == ("compile-prompts: error: s.yaml: dataset 'd', model 'm': rows.jsonl: line 2 "
+                    "is too long; the limit is 100 bytes (PROMPT_COMPILER_MAX_LINE_BYTES raises "
+                    "it)")

@@ -352,17 +352,32 @@ def _text(file: Path) -> str:
 
 
 def read_jsonl(file: Path) -> list[Row]:
-    """Rows of a JSON Lines file (blank lines skipped).
+    """Rows of a JSON Lines file (blank lines skipped), read line by line: used for pipes.
 
     Raises:
         DataError: A line is not JSON or not an object (file and line number named).
+        LimitError: A line is longer than the line limit (read no further than the limit).
     """
+    limit = limits.current().line_bytes
     rows: list[Row] = []
-    # Lines end at "\n" only, as in JsonlRows, so both readers see the same rows.
-    for lineno, text in enumerate(_text(file).split("\n"), start=1):
-        line = text.encode("utf-8")
-        if line.strip():
-            rows.append(_parse_line(line, file, lineno, len(rows)))
+    try:
+        with open(file, "rb") as fh:
+            lineno = 0
+            while True:
+                # Lines end at "\n" only, as in JsonlRows, so both readers see the same rows.
+                line = fh.readline(limit + 2)
+                if not line:
+                    break
+                lineno += 1
+                if len(line) - line.endswith(b"\n") > limit:
+                    raise LimitError(f"{file}: line {lineno} is too long; "
+                                     + limits.describe("line_bytes", limit, "bytes"))
+                if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                if line.strip():
+                    rows.append(_parse_line(line, file, lineno, len(rows)))
+    except OSError as exc:
+        raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
     return rows
 
 
