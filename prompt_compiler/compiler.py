@@ -450,8 +450,8 @@ class Compiler:
         Args:
             dataset: A dataset config: ``abbr``, ``reader_cfg``, ``infer_cfg`` and the rows
                 (``rows``, or ``splits`` by name).
-            model: A model config (``abbr``, ``parser``, ``meta_template``, ``max_seq_len``)
-                or a :class:`Model`.
+            model: A model config (``abbr``, ``renderer`` (or ``parser``), ``meta_template``,
+                ``max_seq_len``) or a :class:`Model`.
             options: ``{"normalizing_str": ...}`` for normalized PPL scoring.
             reply: Stands in for the model's answers in ChatInferencer ``every`` mode.
         """

@@ -211,3 +211,37 @@ def test_bad_model_keys_name_the_file_and_key_path(tmp_path: Path, text: str,
     line = error_of(tmp_path, "m.yaml", text)
     assert str(tmp_path / "cfg" / "m.yaml") + ": " + expected.split(": ", 1)[1] in line \
         or expected in line, line
+
+
+# `renderer` is the package's name for a model's rendering path; `parser` (OpenCompass's
+# word, and the conformance cases') is read as the same key (issue 19).
+API_INLINE = "[{role: HUMAN, api_role: HUMAN}, {role: BOT, api_role: BOT, generate: true}]"
+
+
+@pytest.mark.parametrize("name", ["models.yaml", "models.py"])
+def test_renderer_and_parser_are_one_key(tmp_path: Path, name: str) -> None:
+    if name == "models.yaml":
+        text = (f"models:\n  - {{abbr: by-renderer, renderer: api, meta_template: {{round: "
+                f"{API_INLINE}}}}}\n  - {{abbr: by-parser, parser: api, meta_template: "
+                f"{{round: {API_INLINE}}}}}\n")
+    else:
+        meta = ("dict(round=[dict(role='HUMAN', api_role='HUMAN'), "
+                "dict(role='BOT', api_role='BOT', generate=True)])")
+        text = (f"models = [dict(abbr='by-renderer', renderer='api', meta_template={meta}),\n"
+                f"          dict(abbr='by-parser', parser='api', meta_template={meta})]\n")
+    got = compile_models(tmp_path, name, text)
+    assert got["by-renderer"]["prompt"] == OPENAI_SHOT
+    assert got["by-parser"]["prompt"] == OPENAI_SHOT
+    assert {k: v for k, v in got["by-renderer"].items() if k != "model"} == \
+        {k: v for k, v in got["by-parser"].items() if k != "model"}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("models: [{abbr: m, renderer: vllm}]\n", "at models[0].renderer: "),
+    ("models: [{abbr: m, parser: vllm}]\n", "at models[0].parser: "),
+    ("models: [{abbr: m, renderer: lm, parser: api}]\n",
+     "at models[0].parser: renderer 'lm' and parser 'api' differ"),
+])
+def test_a_bad_renderer_names_the_key_written(tmp_path: Path, text: str, expected: str) -> None:
+    line = error_of(tmp_path, "m.yaml", text)
+    assert expected in line, line

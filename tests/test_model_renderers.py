@@ -59,13 +59,15 @@ def test_api_format_shapes_the_request():
     rec = compile_one({"abbr": "m", "parser": "api", "meta_template": API_META,
                        "api_format": "GeminiChatWrapper"})
     assert rec.rendered == [{"role": "HUMAN", "prompt": "Q: 2+2?\n- 3\n- 4\n"}]
-    assert rec.model_input == [{"role": "user", "parts": ["## Dialogue History\nuser: Q: 2+2?\n- 3\n- 4\n"]}]
+    assert rec.model_input == [
+        {"role": "user", "parts": ["## Dialogue History\nuser: Q: 2+2?\n- 3\n- 4\n"]}]
     assert rec.prompt == rec.model_input
 
 
 def test_unknown_api_format_is_a_registry_error():
     with pytest.raises(pc.RegistryError) as info:
-        compile_one({"abbr": "m", "parser": "api", "meta_template": API_META, "api_format": "telepathy"})
+        compile_one({"abbr": "m", "parser": "api", "meta_template": API_META,
+                     "api_format": "telepathy"})
     assert "model 'm'" in str(info.value) and "api_format" in str(info.value)
 
 
@@ -81,3 +83,30 @@ def test_prompter_builds_the_final_input_with_model_tokens():
 def test_unknown_prompter_type():
     with pytest.raises(pc.RegistryError, match="unknown prompter 'Nope'"):
         compile_one({"abbr": "m", "parser": "hf_chat", "prompter": {"type": "Nope"}})
+
+
+def test_parser_is_read_as_renderer_and_the_old_names_warn():
+    by_parser = pc.Compiler().compile(DATASET, {"abbr": "m", "parser": "api",
+                                                "meta_template": API_META})
+    by_renderer = pc.Compiler().compile(DATASET, {"abbr": "m", "renderer": "api",
+                                                  "meta_template": API_META})
+    assert by_parser.records == by_renderer.records
+    assert by_renderer.records[0].prompt == [{"role": "user", "content": "Q: 2+2?\n- 3\n- 4\n"}]
+    model = pc.Compiler().model({"abbr": "m", "parser": "hf_chat"})
+    assert model.renderer == "hf_chat"
+    with pytest.warns(DeprecationWarning, match="use Model.renderer"):
+        assert model.parser == "hf_chat"
+    from prompt_compiler.model import spec
+
+    with pytest.warns(DeprecationWarning, match="use RENDERERS"):
+        assert spec.PARSERS == spec.RENDERERS == ("lm", "api", "hf_chat")
+
+
+@pytest.mark.parametrize(("key", "other"), [("renderer", {}), ("parser", {}),
+                                            ("renderer", {"parser": "lm"})])
+def test_an_unknown_renderer_names_the_key_written(key, other):
+    cfg = {"abbr": "m", key: "vllm", **other}
+    with pytest.raises(pc.PromptCompilerError) as info:
+        compile_one(cfg)
+    where = "model.renderer" if other else f"model.{key}"
+    assert where in str(info.value), str(info.value)

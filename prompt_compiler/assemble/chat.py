@@ -83,8 +83,8 @@ def _chats(job: Job, index: int) -> tuple[list[dict[str, Any]], bool]:
         return chat_from(item), False
     if all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in values):
         chat: list[dict[str, Any]] = []
-        for turn in zip(*values):
-            chat.extend(chat_from(dict(zip(item, turn))))
+        for turn in zip(*values, strict=False):
+            chat.extend(chat_from(dict(zip(item, turn, strict=False))))
         return chat, False
     if len(cols) == 1 and isinstance(item.get(cols[0]), list) and all(
             isinstance(m, dict) for m in item[cols[0]]):
@@ -92,7 +92,8 @@ def _chats(job: Job, index: int) -> tuple[list[dict[str, Any]], bool]:
     if "dialogue" in cols:
         return _checked_chat(item["dialogue"], "dialogue"), True
     raise DataError("cannot build a chat from this row: the input/output columns must all be "
-                    "strings, all lists of strings, one column holding a chat, or a 'dialogue' column",
+                    "strings, all lists of strings, one column holding a chat, or a 'dialogue' "
+                    "column",
                     reference=("ValueError", "Cannot construct chat from the dataset."))
 
 
@@ -114,7 +115,8 @@ def _checked_chat(chat: Any, column: str) -> list[dict[str, Any]]:
     return copy.deepcopy(chat)
 
 
-def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = None) -> Iterator[Record]:
+def chat_records(job: Job, *, infer_mode: str = "last",
+                 reply: Reply | None = None) -> Iterator[Record]:
     """One record per generation call. ``reply`` stands in for the model in ``every``
     mode (its answer replaces each assistant turn); by default a visible placeholder."""
     if infer_mode not in CHAT_MODES:
@@ -142,7 +144,7 @@ def chat_records(job: Job, *, infer_mode: str = "last", reply: Reply | None = No
                 from ..model.system_role import apply_system_role
 
                 shown = apply_system_role(history, model.system_role, model=model.abbr)
-            if model.parser == "lm":
+            if model.renderer == "lm":
                 rendered: Any = chat_to_lm(shown, meta)
             else:
                 rendered = chat_to_api(shown, meta)

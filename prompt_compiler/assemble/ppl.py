@@ -110,12 +110,12 @@ def ppl_reference_failure(job: Job, first_ice: Any) -> tuple[str, str] | None:
     With an API-style parser and a meta template the parsed prompts are message lists,
     which its bookkeeping then treats as strings.
     """
-    if job.model.parser == "lm" and isinstance(job.prompt_template or job.ice_template,
+    if job.model.renderer == "lm" and isinstance(job.prompt_template or job.ice_template,
                                                RawPromptTemplate):
         # Only an empty message list reaches an LM parser (a batch of nothing); the scoring
         # bookkeeping then strips the in-context text from it as if it were a string.
         return ("AttributeError", "'list' object has no attribute 'replace'")
-    if job.model.parser == "lm" or job.model.meta is None:
+    if job.model.renderer == "lm" or job.model.meta is None:
         return None
     parsed_ice = job.model.render(first_ice, "ppl", job.policy) if first_ice is not None else ""
     if isinstance(parsed_ice, str):

@@ -197,8 +197,9 @@ def _unwrap_reader_cfg(entry: dict[str, Any]) -> dict[str, Any]:
 def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     """Validate one model entry and return it in the case format.
 
-    The renderer (``parser`` in the case format) comes from, in order: an explicit
-    ``renderer`` (or ``parser``) key; the model class (see ``docs/configs.md``); the
+    The renderer (kept under ``parser`` in the case-format spec, the key the conformance cases
+    use) comes from, in order: an explicit ``renderer`` (or ``parser``) key; the model class
+    (see ``docs/configs.md``); the
     renderer of a meta template referred to by name.
 
     Raises:
@@ -217,10 +218,17 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     where: dict[str, Any] = {"config_path": config_path, "model": abbr}
 
     renderer: Renderer | None = None
-    for key in ("renderer", "parser"):
+    for key in ("renderer", "parser"):  # parser: OpenCompass's and the case format's word
         if key in entry:
             renderer = _check_renderer(entry[key], f"{key_path}.{key}", where)
             break
+    if "renderer" in entry and "parser" in entry and entry["parser"] != renderer:
+        raise ConfigError(
+            f"renderer {renderer!r} and parser {entry['parser']!r} differ (they are one key; "
+            "give one)",
+            key_path=f"{key_path}.parser",
+            **where,
+        )
 
     class_name: str | None = None
     if "type" in entry:

@@ -68,8 +68,9 @@ class ModelConfig:
     key_path: str
     """Where in that file, e.g. ``models[0]``."""
     spec: dict[str, Any]
-    """The case-format ``model`` dict: ``name``, ``source``, ``parser`` (``lm``/``api``/
-    ``hf_chat``), ``meta_template`` (dict or None), ``max_seq_len``, ``batch_size``; plus
+    """The case-format ``model`` dict: ``name``, ``source``, ``parser`` (the renderer,
+    ``lm``/``api``/``hf_chat``, under the case format's name for it), ``meta_template``
+    (dict or None), ``max_seq_len``, ``batch_size``; plus
     ``type``, ``max_out_len``, ``min_out_len`` and the keys ``chat_template`` (text, or an
     absolute path), ``template_kwargs``, ``api_format``, ``prompter``, ``tokenizer``,
     ``system_role`` when the config sets them."""

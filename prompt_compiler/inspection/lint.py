@@ -59,7 +59,7 @@ CODES = ("unknown-placeholder", "special-token-in-data", "template-syntax-in-dat
          "empty-prompt", "empty-test-split", "shot-leak", "system-dropped",
          "unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt")
 
-_NO_MODEL = {"abbr": "(no model)", "parser": "lm", "meta_template": None}
+_NO_MODEL = {"abbr": "(no model)", "renderer": "lm", "meta_template": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +252,7 @@ class _DatasetLint:
                                  + _becomes(tokenizer, m.group(), text),
                                  model=model.abbr, key_path=path, row=n, rows=split,
                                  position=position)
-        if tokenizer is not None and model.parser != "api":
+        if tokenizer is not None and model.renderer != "api":
             self._bos_checks(job, records, tokenizer)
         for rec in records:
             if _prompt_is_empty(rec.prompt):

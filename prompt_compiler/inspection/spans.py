@@ -175,7 +175,7 @@ def _tagged_job(job: Job, kind: str, tags: Tags) -> Job:
     meta = None
     if model.meta is not None:
         meta = MetaTemplate.parse(_tag_meta(dict(model.meta.raw), tags),
-                                  where="meta_template", lm=model.parser == "lm")
+                                  where="meta_template", lm=model.renderer == "lm")
     changes: dict[str, Any] = {"meta": meta, "max_seq_len": None}
     if model.chat_template is not None:
         changes["chat_template"] = _WrapContent(model.chat_template, tags)

@@ -61,7 +61,7 @@ def resolve(model: Any, kind: str, params: Mapping[str, Any]) -> GenerationSetti
     stops += model.stop_words
     stops += meta_end(model.meta_raw)
     tokenizer = _tokenizer(model)
-    if model.parser == "hf_chat":
+    if model.renderer == "hf_chat":
         template = model.chat_template
         if template is None and tokenizer is not None:
             template = tokenizer.chat_template
@@ -72,7 +72,7 @@ def resolve(model: Any, kind: str, params: Mapping[str, Any]) -> GenerationSetti
             stops += [tokenizer.backend.decode([i], skip_special_tokens=False)
                       for i in tokenizer.generation_eos]
     ids: list[int | None] = []
-    if model.meta_raw is not None:
+    if isinstance(model.meta_raw, Mapping):  # a falsy non-dict ([]) is no meta template
         meta_eos = model.meta_raw.get("eos_token_id")
         ids += meta_eos if isinstance(meta_eos, list) else [meta_eos]
     if tokenizer is not None:

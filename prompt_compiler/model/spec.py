@@ -69,11 +69,11 @@ def openai_messages(rendered: Any) -> Any:
 _Chat = tuple[tuple[tuple[str, Any], ...], ...]  # messages as hashable item tuples
 
 
-def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
+def _prompter(cfg: Any, renderer: str, where: str, abbr: str) -> Any:
     """Build an instruction prompter from ``{"type": "ChatPrompter", "model": ..., ...}``."""
     if cfg is None:
         return None
-    if parser != "hf_chat" or not isinstance(cfg, Mapping):
+    if renderer != "hf_chat" or not isinstance(cfg, Mapping):
         raise ConfigError("prompter must be a dict with a 'type' (AlpacaPrompter or ChatPrompter) "
                           "on an hf_chat model", key_path=where, model=abbr)
     from .. import prompters
@@ -93,7 +93,19 @@ def _prompter(cfg: Any, parser: str, where: str, abbr: str) -> Any:
         raise ConfigError(f"bad prompter arguments: {exc}", key_path=where, model=abbr) from None
 
 
-PARSERS = ("lm", "api", "hf_chat")
+RENDERERS = ("lm", "api", "hf_chat")
+"""The renderer names a model config may give (``renderer:``, or ``parser:`` as OpenCompass
+and the conformance cases say)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PARSERS":  # the name before the rename (issue 19)
+        import warnings
+
+        warnings.warn("prompt_compiler.model.spec.PARSERS is deprecated; use RENDERERS",
+                      DeprecationWarning, stacklevel=2)
+        return RENDERERS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +114,9 @@ class Model:
 
     Attributes:
         abbr: The model's name in records.
-        parser: ``lm`` (one string), ``api`` (OpenCompass API messages) or ``hf_chat``
+        renderer: ``lm`` (one string), ``api`` (OpenCompass API messages) or ``hf_chat``
             (API messages, then OpenAI chat messages for the tokenizer's chat template).
+            Configs may say ``parser`` (OpenCompass's word) for the same key.
         meta: The validated meta template (``None`` = none).
         max_seq_len: Prompts longer than this drop in-context examples from the end.
         batch_size: Kept for records; prompts do not depend on it.
@@ -111,7 +124,7 @@ class Model:
     """
 
     abbr: str
-    parser: str
+    renderer: str
     meta: MetaTemplate | None
     max_seq_len: int | None = None
     batch_size: int | None = None
@@ -150,28 +163,36 @@ class Model:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
                   count_tokens: TokenCounter = whitespace_tokens) -> Model:
-        """Build from a case-format model dict (``name``/``abbr``, ``parser``,
-        ``meta_template``...)."""
+        """Build from a case-format model dict (``name``/``abbr``, ``renderer`` (or
+        ``parser``), ``meta_template``...)."""
         if not isinstance(cfg, Mapping):
             raise ConfigError(f"a model config must be a dict, got {type(cfg).__name__}",
                               key_path=where)
         abbr = cfg.get("abbr") or cfg.get("name") or "model"
-        parser = cfg.get("parser") or cfg.get("renderer") or "lm"
-        if parser not in PARSERS:
-            raise RegistryError(f"unknown renderer {parser!r}; available: {', '.join(PARSERS)}",
-                                key_path=f"{where}.parser", model=str(abbr))
+        # ``renderer``, or ``parser`` as OpenCompass and the conformance cases say it
+        rkey = "renderer" if cfg.get("renderer") else "parser" if cfg.get("parser") else ""
+        renderer = cfg.get(rkey) if rkey else "lm"
+        if rkey and cfg.get("parser") and cfg.get("parser") != renderer:
+            raise ConfigError(f"renderer {renderer!r} and parser {cfg.get('parser')!r} differ "
+                              "(they are one key; give one)", key_path=f"{where}.renderer",
+                              model=str(abbr))
+        rkey = rkey or "renderer"
+        if renderer not in RENDERERS:
+            raise RegistryError(f"unknown renderer {renderer!r}; available: "
+                                f"{', '.join(RENDERERS)}",
+                                key_path=f"{where}.{rkey}", model=str(abbr))
         raw = cfg.get("meta_template")
         from .system_role import check_system_role, native_meta
 
         system_role = check_system_role(cfg.get("system_role"), where=f"{where}.system_role",
                                         model=str(abbr))
-        effective = raw or (DEFAULT_CHAT_META if parser == "hf_chat" else None)
+        effective = raw or (DEFAULT_CHAT_META if renderer == "hf_chat" else None)
         if system_role == "native":
-            effective = native_meta(effective, parser, model=str(abbr),
+            effective = native_meta(effective, renderer, model=str(abbr),
                                     where=f"{where}.system_role")
         try:
             meta = MetaTemplate.parse(effective,
-                                      where=f"{where}.meta_template", lm=parser == "lm")
+                                      where=f"{where}.meta_template", lm=renderer == "lm")
         except PromptCompilerError as err:
             raise err.located(model=str(abbr)) from None
         max_len = cfg.get("max_seq_len")
@@ -182,9 +203,9 @@ class Model:
         if cfg.get("chat_template") is not None:
             from ..render.chat_template import ChatTemplate
 
-            if parser != "hf_chat":
-                raise ConfigError("chat_template needs parser 'hf_chat' (messages go through the "
-                                  "model's chat template)", key_path=f"{where}.chat_template",
+            if renderer != "hf_chat":
+                raise ConfigError(f"chat_template needs {rkey} 'hf_chat' (messages go through "
+                                  "the model's chat template)", key_path=f"{where}.chat_template",
                                   model=str(abbr))
             if not isinstance(cfg["chat_template"], (str, os.PathLike)):
                 raise ConfigError("chat_template must be template text or a path, got "
@@ -202,14 +223,14 @@ class Model:
         if api_format is not None:
             from ..api_formats import DEFAULT_FORMATS
 
-            if parser == "lm":
+            if renderer == "lm":
                 raise ConfigError("api_format applies to api or hf_chat models, not lm",
                                   key_path=f"{where}.api_format", model=str(abbr))
             try:
                 DEFAULT_FORMATS.get(str(api_format))
             except PromptCompilerError as err:
                 raise err.located(model=str(abbr), key_path=f"{where}.api_format") from None
-        prompter = _prompter(cfg.get("prompter"), parser, f"{where}.prompter", str(abbr))
+        prompter = _prompter(cfg.get("prompter"), renderer, f"{where}.prompter", str(abbr))
         from . import chat_controls as cc
 
         kw_key = "chat_template_kwargs" if cfg.get("chat_template_kwargs") is not None \
@@ -233,7 +254,7 @@ class Model:
             if value is not None and chat_template is None:
                 raise ConfigError(f"{key} are handed to a chat template, and this model has "
                                   "none", key_path=f"{where}.{key}", model=str(abbr),
-                                  hint="give the model a chat_template (parser hf_chat)")
+                                  hint="give the model a chat_template (renderer hf_chat)")
         date_text, now = cc.parse_date(cfg.get("date"), where=f"{where}.date", model=str(abbr))
         date = None
         if chat_template is not None:
@@ -271,8 +292,8 @@ class Model:
         if tokenize:
             from .token_ids import check_tokenize
 
-            check_tokenize(parser, count_tokens, where=where, model=str(abbr))
-        return cls(str(abbr), parser, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
+            check_tokenize(renderer, count_tokens, where=where, model=str(abbr))
+        return cls(str(abbr), renderer, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
                    chat_template, api_format, dict(kwargs), prompter, system_role,
                    str(model_class).rsplit(".", 1)[-1] if model_class is not None else None,
                    prefix, tools, documents, date, max_out, tuple(stop_words), tokenize)
@@ -292,12 +313,21 @@ class Model:
                 if self.chat_template is None:
                     raise ConfigError(f"{key} are handed to a chat template, and model "
                                       f"{self.abbr!r} has none", key_path=key, model=self.abbr,
-                                      hint="give the model a chat_template (parser hf_chat)")
+                                      hint="give the model a chat_template (renderer hf_chat)")
         return replace(self, **changes) if changes else self
 
     @property
+    def parser(self) -> str:
+        """Deprecated: the old name of :attr:`renderer`."""
+        import warnings
+
+        warnings.warn("Model.parser is deprecated; use Model.renderer", DeprecationWarning,
+                      stacklevel=2)
+        return self.renderer
+
+    @property
     def is_api(self) -> bool:
-        return self.parser == "api"
+        return self.renderer == "api"
 
     def render(self, prompt: Any, mode: str, policy: Policy) -> Any:
         """The model input for a compiled prompt (``mode``: ``gen`` or ``ppl``)."""
@@ -306,19 +336,19 @@ class Model:
                 from .system_role import apply_system_role
 
                 prompt = apply_system_role(prompt, self.system_role, model=self.abbr)
-            if self.parser == "lm":
+            if self.renderer == "lm":
                 rendered = render_lm(prompt, self.meta, mode, policy)
             else:
                 rendered = render_api(prompt, self.meta, mode, policy)
             if mode == "gen" and self.assistant_prefix is not None:
-                return _with_prefix(rendered, self.assistant_prefix, self.parser == "lm")
+                return _with_prefix(rendered, self.assistant_prefix, self.renderer == "lm")
             return rendered
         except PromptCompilerError as err:
             raise err.located(model=self.abbr, key_path="model.meta_template") from None
 
     def chat_messages(self, rendered: Any, policy: Policy) -> list[dict[str, str]] | None:
-        """OpenAI messages for chat-template models (``None`` for other parsers)."""
-        if self.parser != "hf_chat":
+        """OpenAI messages for chat-template models (``None`` for other renderers)."""
+        if self.renderer != "hf_chat":
             return None
         return to_chat_messages(rendered, pass_openai=policy.fixes("D18"))
 
@@ -350,7 +380,7 @@ class Model:
     @property
     def openai_shaped(self) -> bool:
         """True when an API model's requests are OpenAI messages (no class, or an OpenAI class)."""
-        return self.parser == "api" and (self.model_class is None
+        return self.renderer == "api" and (self.model_class is None
                                          or self.model_class in OPENAI_COMPATIBLE_MODELS)
 
     def inputs(self, rendered: Any, mode: str, policy: Policy) -> tuple[Any, Any, Any]:
@@ -390,7 +420,7 @@ class Model:
             if isinstance(text, str):
                 return counter(text)
             return sum(counter(t) for t in text)
-        if self.parser != "hf_chat":
+        if self.renderer != "hf_chat":
             if isinstance(text, str):
                 return counter.count(text)
             return sum(counter.count(t) for t in text)

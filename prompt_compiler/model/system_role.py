@@ -106,7 +106,7 @@ def _fold_messages(messages: list[Any], *, merge: bool) -> list[Any]:
     return out
 
 
-def native_meta(meta: Mapping[str, Any] | None, parser: str, *, model: str,
+def native_meta(meta: Mapping[str, Any] | None, renderer: str, *, model: str,
                 where: str) -> dict[str, Any] | None:
     """The meta template under ``native``: SYSTEM sent with ``api_role: SYSTEM`` (API and
     chat-template models); an LM meta template must declare a SYSTEM role itself."""
@@ -118,7 +118,7 @@ def native_meta(meta: Mapping[str, Any] | None, parser: str, *, model: str,
            ("round", "reserved_roles") else v for k, v in meta.items()}
     roles = [r for k in ("round", "reserved_roles") for r in out.get(k, ()) if isinstance(r, dict)]
     system = next((r for r in roles if r.get("role") == "SYSTEM"), None)
-    if parser == "lm":
+    if renderer == "lm":
         if system is None:
             raise ConfigError("system_role: native, but the meta template declares no SYSTEM "
                               f"role (roles: {', '.join(str(r.get('role')) for r in roles)})",
@@ -167,7 +167,7 @@ def system_handling(model: Any) -> str:
     role = model.meta.roles.get("SYSTEM")
     if role is None:
         return "merged"  # rendered through its fallback role (HUMAN)
-    if model.parser == "lm":
+    if model.renderer == "lm":
         return "native"
     if role.get("api_role") != "SYSTEM":
         return "merged"

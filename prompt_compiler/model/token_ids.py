@@ -42,13 +42,13 @@ from ..errors import ConfigError, PromptCompilerError, RenderError
 __all__ = ["IdsJson", "RecordIds", "check_tokenize", "prompt_ids"]
 
 
-def check_tokenize(parser: str, counter: Any, *, where: str, model: str) -> None:
+def check_tokenize(renderer: str, counter: Any, *, where: str, model: str) -> None:
     """Refuse ``tokenize`` where there are no ids to give."""
     from .tokenize import HFTokenizer
 
-    if parser == "api":
+    if renderer == "api":
         raise ConfigError("tokenize: true gives the token ids a local model is fed; an API "
-                          "model (parser 'api') is sent text", key_path=f"{where}.tokenize",
+                          "model (renderer 'api') is sent text", key_path=f"{where}.tokenize",
                           model=model, hint="drop tokenize for this model")
     if not isinstance(counter, HFTokenizer):
         raise ConfigError(
@@ -71,7 +71,7 @@ def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
     """The ids of one prompt text (already the chat template's text for ``hf_chat``)."""
     tokenizer = model.count_tokens
     if not policy.fixes("D21"):
-        if model.parser == "hf_chat":
+        if model.renderer == "hf_chat":
             return list(tokenizer.body_ids(text))
         return list(tokenizer.full_ids(text))
     body = list(tokenizer.body_ids(text))
@@ -95,7 +95,7 @@ class RecordIds:
     def text(self, rec: Any) -> str:
         """The text the model's tokenizer encodes for this record."""
         model = self.model
-        if model.parser == "hf_chat":
+        if model.renderer == "hf_chat":
             if isinstance(rec.model_input, str):
                 return str(rec.model_input)
             template = model.chat_template or self.tokenizer.chat_template

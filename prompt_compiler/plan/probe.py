@@ -38,7 +38,7 @@ from ..template.prompt_template import PromptTemplate
 __all__ = ["Plan", "PlanCache", "compile_plan", "supports"]
 
 # Model fields a plan reproduces; any other field set away from its default declines.
-_PLAIN_MODEL_FIELDS = {"abbr", "parser", "meta", "max_seq_len", "batch_size", "count_tokens",
+_PLAIN_MODEL_FIELDS = {"abbr", "renderer", "meta", "max_seq_len", "batch_size", "count_tokens",
                        "meta_raw", "model_class",  # model_class: API request shape only
                        "max_out_len", "stop_words",  # generation settings: not the prompt
                        "tokenize"}  # ids are encoded from the prompt the plan fills
@@ -120,7 +120,7 @@ def supports(job: Job, kind: str) -> bool:
 
 
 def _plain_model(model: Model) -> bool:
-    if model.parser != "lm":
+    if model.renderer != "lm":
         return False
     for f in dataclasses.fields(model):
         if f.name in _PLAIN_MODEL_FIELDS:
