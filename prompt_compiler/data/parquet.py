@@ -20,14 +20,14 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from ..errors import DataError
 from ..values import check_row
+from .rows import LazyRows, Row
 
 __all__ = ["ConcatRows", "ParquetRows", "parquet_splits", "require_pyarrow"]
 
-Row = dict[str, Any]
 
 _BATCH = 4096
 """Rows decoded at a time while streaming a row group."""
@@ -70,7 +70,7 @@ def _nested(kind: Any) -> bool:
     return bool(t.is_nested(kind))
 
 
-class ParquetRows(Sequence[Row]):
+class ParquetRows(LazyRows):
     """The rows of one or more Parquet files (one split), read when used.
 
     Opening reads only the files' footers (row counts per row group, the schema). Every
@@ -155,17 +155,7 @@ class ParquetRows(Sequence[Row]):
     def __len__(self) -> int:
         return self._len
 
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Row]: ...
-    def __getitem__(self, index: int | slice) -> Row | list[Row]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("row index out of range")
+    def _row(self, index: int) -> Row:
         group = bisect_right(self._starts, index) - 1
         offset = index - self._starts[group]
         row: Row = self._group(group).slice(offset, 1).to_pylist()[0]
@@ -175,9 +165,6 @@ class ParquetRows(Sequence[Row]):
 
     def _check(self, row: Row, group: int, offset: int) -> None:
         check_row(row, self._where(group, offset))
-
-    def __iter__(self) -> Iterator[Row]:
-        return self.iter_range(0, len(self))
 
     def iter_range(self, start: int, stop: int) -> Iterator[Row]:
         """Rows ``start`` to ``stop - 1``, read in order one row group at a time."""
@@ -214,18 +201,11 @@ class ParquetRows(Sequence[Row]):
             group += 1
             row = self._starts[group] if group < len(self._starts) else stop
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"ParquetRows({[str(f) for f in self.files]!r}, {len(self)} rows)"
 
 
-class ConcatRows(Sequence[Row]):
+class ConcatRows(LazyRows):
     """Several row sequences read as one (the files of a glob), in order."""
 
     def __init__(self, parts: Sequence[Sequence[Row]]) -> None:
@@ -240,22 +220,9 @@ class ConcatRows(Sequence[Row]):
     def __len__(self) -> int:
         return self._len
 
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Row]: ...
-    def __getitem__(self, index: int | slice) -> Row | list[Row]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("row index out of range")
+    def _row(self, index: int) -> Row:
         part = bisect_right(self._starts, index) - 1
         return self.parts[part][index - self._starts[part]]
-
-    def __iter__(self) -> Iterator[Row]:
-        return self.iter_range(0, len(self))
 
     def iter_range(self, start: int, stop: int) -> Iterator[Row]:
         """Rows ``start`` to ``stop - 1``, each part read sequentially where it can be."""
@@ -266,13 +233,6 @@ class ConcatRows(Sequence[Row]):
             reader = getattr(part, "iter_range", None)
             yield from (reader(lo, hi) if reader is not None else
                         (part[i] for i in range(lo, hi)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def parquet_splits(folder: Path) -> dict[str, list[Path]]:

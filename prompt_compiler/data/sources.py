@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import orjson
 
@@ -38,6 +38,7 @@ from .. import limits
 from ..config.records import DatasetConfig
 from ..errors import DataError, LimitError, PromptCompilerError
 from ..values import check_row, describe_load_error
+from .rows import LazyRows, Row
 
 __all__ = [
     "BUILTIN_READERS",
@@ -51,7 +52,6 @@ __all__ = [
     "read_jsonl",
 ]
 
-Row = dict[str, Any]
 
 # reader name -> canonical reader; None = pick by suffix
 BUILTIN_READERS: dict[str, str | None] = {
@@ -446,7 +446,7 @@ _CHUNK = 1 << 22
 """Bytes read at a time while indexing a JSON Lines file."""
 
 
-class JsonlRows(Sequence[Row]):
+class JsonlRows(LazyRows):
     """The rows of a JSON Lines file, read when used: a large test split streams through the
     compiler instead of being held in memory.
 
@@ -560,26 +560,13 @@ class JsonlRows(Sequence[Row]):
         return [bisect_left(starts, first + size * c, lo, hi) - lo if 0 < c < 1 else
                 (0 if c <= 0 else hi - lo) for c in fractions]
 
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Row]: ...
-    def __getitem__(self, index: int | slice) -> Row | list[Row]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("row index out of range")
+    def _row(self, index: int) -> Row:
         if self._fd is None:
             self._fd = _open_regular(self.file)
             weakref.finalize(self, os.close, self._fd)
         start = self._starts[index]
         line = os.pread(self._fd, self._ends[index] - start, start)
         return _parse_line(line, self.file, self._lineno(index), index)
-
-    def __iter__(self) -> Iterator[Row]:
-        return self.iter_range(0, len(self))
 
     def iter_range(self, start: int, stop: int) -> Iterator[Row]:
         """Rows ``start`` to ``stop - 1``, read in order (one seek, then buffered reads)."""
@@ -617,13 +604,6 @@ class JsonlRows(Sequence[Row]):
             return index + 1
         with open(_open_regular(self.file), "rb") as fh:
             return fh.read(self._starts[index]).count(b"\n") + 1
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"JsonlRows({str(self.file)!r}, {len(self)} rows)"
