@@ -398,17 +398,7 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
 
 
 def _unread_kwargs(models: Sequence[Any], compiler: Compiler) -> list[Finding]:
-    """``double-bos``
-    With a ``tokenizer``: OpenCompass feeds the prompt more than one BOS (a meta template
-    writes one and the tokenizer adds another, defect D21); the default mode feeds one.
-    Reported once per dataset and model, at the first such row.
-``missing-bos``
-    With a ``tokenizer`` that has a BOS: OpenCompass feeds the prompt without it (a chat
-    template that writes none, a ``bos_token`` the post-processor does not add; D21).
-``eos-in-prompt``
-    With a ``tokenizer``: a generation prompt's ids end with the tokenizer's EOS, so the
-    model reads the text as finished before it answers.
-``unused-template-kwarg``: chat_template_kwargs the model's chat template never reads."""
+    """``unused-template-kwarg``: chat_template_kwargs the model's chat template never reads."""
     import difflib
 
     from ..model.chat_controls import template_variables, unread_kwargs
