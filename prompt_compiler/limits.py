@@ -36,6 +36,8 @@ class Limits:
     """Bytes of one line of a JSON Lines file (one row)."""
     columns: int = 10_000
     """Columns of one row (CSV header fields, keys of a JSON row)."""
+    file_bytes: int = 1024 * 1024 * 1024
+    """Bytes of a data file read whole (JSON, CSV); JSON Lines and Parquet stream."""
     prompt_chars: int = 16_000_000
     """Characters of one prompt, and of any one value built while rendering it."""
 

@@ -146,6 +146,29 @@ def test_the_line_limit_is_raised_by_its_variable(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.parametrize("name", ["big.json", "big.csv"])
+def test_a_data_file_read_whole_is_refused_unread_over_the_file_limit(tmp_path: Path,
+                                                                      name: str) -> None:
+    (tmp_path / "s.yaml").write_text(suite_reading(name), encoding="utf-8")
+    with open(tmp_path / name, "wb") as fh:  # sparse: 2 GiB that cost no disk
+        fh.truncate(2 << 30)
+    assert one_error(tmp_path, "s.yaml") == (
+        f"compile-prompts: error: s.yaml: dataset 'd', model 'm': {name}: 2,147,483,648 bytes, "
+        f"read whole as a {name[3:]} file; the limit is 1,073,741,824 bytes "
+        "(PROMPT_COMPILER_MAX_FILE_BYTES raises it) (hint: JSON Lines (.jsonl) and Parquet "
+        "files stream at any size)")
+
+
+def test_the_file_limit_is_raised_by_its_variable(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(suite_reading("rows.json"), encoding="utf-8")
+    (tmp_path / "rows.json").write_text('[{"question": "q", "answer": "a"}]', encoding="utf-8")
+    assert "rows.json: 34 bytes, read whole as a .json file; the limit is 16 bytes" in one_error(
+        tmp_path, "s.yaml", PROMPT_COMPILER_MAX_FILE_BYTES="16")
+    proc, _ = run_capped("s.yaml", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert '"prompt": "Q: q' in (tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a character device"),
                                             ("/dev/urandom", "a character device")])
 def test_a_device_as_data_is_refused_unread(tmp_path: Path, path: str, kind: str) -> None:

@@ -343,7 +343,14 @@ def _open_regular(file: Path, flags: int = 0) -> int:
 
 
 def _text(file: Path) -> str:
+    """A data file read whole (JSON, CSV), refused unread when it is over the file limit."""
+    limit = limits.current().file_bytes
     try:
+        size = os.stat(file).st_size
+        if size > limit:
+            raise LimitError(f"{file}: {size:,} bytes, read whole as a {file.suffix or 'data'} "
+                             "file; " + limits.describe("file_bytes", limit, "bytes"),
+                             hint="JSON Lines (.jsonl) and Parquet files stream at any size")
         return file.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
@@ -615,8 +622,9 @@ def read_json(file: Path) -> list[Row] | dict[str, list[Row]]:
     Raises:
         DataError: Malformed JSON (line named) or another shape.
     """
+    text = _text(file)
     try:
-        data = json.loads(_text(file))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(
             f"{file}: line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}"
