@@ -336,20 +336,10 @@ def _hf(path: Path) -> HFTokenizer:
 
 def _special(folder: Path, config: Mapping[str, Any]) -> dict[str, str]:
     """The folder's named special tokens, as its chat template sees them."""
-    from ..render.chat_template_files import (
-        merge_tokens_map,
-        read_json_object,
-        special_tokens_from_config,
-    )
+    from ..render.chat_template_files import folder_special_tokens
 
     try:
-        tokens = special_tokens_from_config(config, str(folder / "tokenizer_config.json"))
-        map_file = folder / "special_tokens_map.json"
-        if map_file.is_file():
-            token_map = read_json_object(map_file)
-            tokens = merge_tokens_map(
-                tokens, special_tokens_from_config(token_map, str(map_file), tokens_map=True),
-                token_map.get("extra_special_tokens"))
+        tokens = folder_special_tokens(folder, config)
     except ConfigError as err:
         raise err.located(key_path="model.tokenizer") from None
     return {k: v for k, v in tokens.items() if isinstance(v, str)}
