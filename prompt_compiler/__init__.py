@@ -43,7 +43,7 @@ from .model.tokenize import register_token_counter
 from .pairs import CompileSettings
 from .policy import DEFECTS, Policy
 from .promptlist import Marker, PromptList, RoleItem
-from .render import MetaTemplate
+from .render import APITemplateParser, LMTemplateParser, MetaTemplate
 from .suite import Suite, compile, compile_to_dir, load
 from .template.prompt_template import PromptTemplate
 from .template.raw_template import RawPromptTemplate
@@ -90,6 +90,7 @@ def __dir__() -> list[str]:
 __all__ = [
     *_errors_all,
     "DEFECTS",
+    "APITemplateParser",
     "AlpacaPrompter",
     "ChatPrompter",
     "ChatTemplate",
@@ -100,6 +101,7 @@ __all__ = [
     "InstructionPrompter",
     "InstructionTemplate",
     "JinjaPrompt",
+    "LMTemplateParser",
     "Marker",
     "MessageFormat",
     "MetaTemplate",

@@ -20,9 +20,9 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast, overload
 
-from .errors import DataError
+from .errors import DataError, RenderError
 
 __all__ = ["Item", "Marker", "PromptList", "RoleItem", "canonical_prompt", "item_from_obj",
            "json_default", "prompt_sha256"]
@@ -32,7 +32,11 @@ SECTION_NAMES = ("begin", "round", "end", "ice")
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """Opens (``pos='begin'``) or closes (``pos='end'``) a section."""
+    """Opens (``pos='begin'``) or closes (``pos='end'``) a section.
+
+    Equal to its dict form (``Marker('round', 'begin') == {'section': 'round', 'pos':
+    'begin'}``), as OpenCompass's markers are dicts.
+    """
 
     section: str
     """One of ``begin``, ``round``, ``ice``, ``end``."""
@@ -41,6 +45,16 @@ class Marker:
 
     def to_obj(self) -> dict[str, str]:
         return {"section": self.section, "pos": self.pos}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Marker):
+            return (self.section, self.pos) == (other.section, other.pos)
+        if isinstance(other, Mapping):
+            return self.to_obj() == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.section, self.pos))
 
     def __repr__(self) -> str:
         return f"dict(section={self.section!r}, pos={self.pos!r})"
@@ -52,7 +66,8 @@ class RoleItem:
 
     ``role``, ``prompt`` and ``fallback_role`` are the common keys; any other key
     (``begin``, ``end``, ``generate`` ...) overrides the meta template's role entry
-    for this turn, as in OpenCompass.
+    for this turn, as in OpenCompass. Compared as a dict is: equal to an item or a dict
+    with the same keys and values, in any order.
     """
 
     fields: tuple[tuple[str, Any], ...]
@@ -101,6 +116,16 @@ class RoleItem:
     def to_obj(self) -> dict[str, Any]:
         return dict(self.fields)
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RoleItem):
+            return self.fields == other.fields or dict(self.fields) == dict(other.fields)
+        if isinstance(other, Mapping):
+            return dict(self.fields) == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.fields))
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" if k.isidentifier() else f"**{{{k!r}: {v!r}}}"
                           for k, v in self.fields)
@@ -123,11 +148,32 @@ def item_from_obj(obj: Any) -> Item:
     raise TypeError(f"a PromptList item must be a str or a dict, got {type(obj).__name__}: {obj!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class PromptList:
-    """An immutable sequence of prompt items (see the module docstring)."""
+_ITEM_TYPES = (str, RoleItem, Marker)
 
-    items: tuple[Item, ...] = ()
+
+def _items(objs: Iterable[Any]) -> tuple[Item, ...]:
+    """``objs`` as a tuple of items (a tuple that already holds only items is kept)."""
+    if type(objs) is tuple and all(type(o) in _ITEM_TYPES for o in objs):
+        return cast("tuple[Item, ...]", objs)
+    if isinstance(objs, (str, Mapping)):
+        raise TypeError(f"a PromptList is built from a list of items, got {type(objs).__name__}")
+    return tuple(item_from_obj(o) for o in objs)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class PromptList:
+    """An immutable sequence of prompt items (see the module docstring).
+
+    ``PromptList(['text', {'role': 'HUMAN', 'prompt': 'Hi'}])`` reads OpenCompass's list form
+    (strings, role dicts, section dicts; anything else is a ``TypeError``), and a PromptList
+    equals the list it was read from. Unlike OpenCompass's ``list`` subclass it never
+    changes: :meth:`format`, :meth:`replace`, ``+`` and ``+=`` return a new one.
+    """
+
+    items: tuple[Item, ...]
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        object.__setattr__(self, "items", _items(items))
 
     @classmethod
     def from_list(cls, objs: Iterable[Any]) -> PromptList:
@@ -144,10 +190,34 @@ class PromptList:
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, index: int) -> Item:
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PromptList: ...
+
+    def __getitem__(self, index: int | slice) -> Item | PromptList:
+        """An item, or a slice of the items as a PromptList."""
+        if isinstance(index, slice):
+            return PromptList(self.items[index])
         return self.items[index]
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a PromptList with equal items, or to a list of equal items (a role
+        item equals its dict, a marker its ``{'section', 'pos'}`` dict)."""
+        if isinstance(other, PromptList):
+            return self.items == other.items
+        if isinstance(other, list):
+            return len(self.items) == len(other) and all(
+                a == b for a, b in zip(self.items, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.items)
+
     def __add__(self, other: PromptList | str | Iterable[Any] | None) -> PromptList:
+        """A str is appended as one item, a list or PromptList concatenated; a falsy
+        ``other`` (``''``, ``[]``, ``None``) adds nothing (OpenCompass's rules)."""
         if not other:
             return self
         if isinstance(other, str):
@@ -156,12 +226,68 @@ class PromptList:
             return PromptList(self.items + other.items)
         return PromptList(self.items + tuple(item_from_obj(o) for o in other))
 
-    def __radd__(self, other: str | None) -> PromptList:
+    def __radd__(self, other: str | list[Any] | None) -> PromptList:
+        """``'text' + pl`` prepends the string; ``[items] + pl`` concatenates (OpenCompass
+        recurses forever on a non-empty list there)."""
         if not other:
             return self
         if isinstance(other, str):
             return PromptList((other, *self.items))
+        if isinstance(other, list):
+            return PromptList(tuple(item_from_obj(o) for o in other) + self.items)
         return NotImplemented
+
+    def format(self, policy: Any = None, /, **values: Any) -> PromptList:
+        """Fill ``{name}`` placeholders in every str item and role ``prompt`` from ``values``.
+
+        Unknown placeholders and lone braces stay as written. ``policy`` (a
+        :class:`~prompt_compiler.policy.Policy`, ``"default"`` or ``"opencompass"``): the
+        default fills each text in one pass; ``"opencompass"`` fills one key after the
+        other, as OpenCompass's ``safe_format`` does, so a value holding ``{later_key}``
+        is filled again (defect D1).
+        """
+        from .policy import Policy
+        from .template.fill import RowValues
+        from .template.oc_ops import fill_text  # the filling rule lives with the templates
+
+        sequential = not Policy.of(policy).fixes("D1")
+        row = RowValues.of(values)
+        out: list[Item] = []
+        for item in self.items:
+            if isinstance(item, str):
+                out.append(fill_text(item, row, sequential=sequential))
+            elif isinstance(item, RoleItem) and item.has("prompt"):
+                prompt = item.prompt
+                if not isinstance(prompt, str):
+                    raise TypeError(f"a role item's prompt must be a str to be formatted, "
+                                    f"got {type(prompt).__name__}")
+                out.append(item.with_prompt(fill_text(prompt, row, sequential=sequential)))
+            else:
+                out.append(item)
+        return PromptList(tuple(out))
+
+    def replace(self, src: str, dst: str | PromptList) -> PromptList:
+        """Every ``src`` in the str items and role prompts replaced by ``dst``.
+
+        A str ``dst`` replaces text. A PromptList ``dst`` splits each str item at ``src``
+        and puts its items in between (empty pieces are left out); ``src`` inside a role's
+        prompt cannot take a PromptList (``TypeError``). Markers are kept as they are.
+        """
+        from .template.oc_ops import oc_replace
+
+        if isinstance(dst, PromptList):
+            for i, item in enumerate(self.items):
+                if isinstance(item, RoleItem) and isinstance(item.prompt, str) \
+                        and src in item.prompt:
+                    raise RenderError(
+                        f"{src!r} occurs in the prompt of item {i} ({item!r}), and a "
+                        "PromptList cannot be put inside one prompt",
+                        hint="replace it with a str, or put it in a str item of its own",
+                        reference=("TypeError", f"Found keyword {src} in a dictionary's "
+                                   "prompt key. Cannot replace with a PromptList."))
+        out = oc_replace(self, src, dst, where="PromptList.replace")
+        assert isinstance(out, PromptList)
+        return out
 
     def __str__(self) -> str:
         """The text of all str items and role prompts, concatenated (markers add nothing)."""

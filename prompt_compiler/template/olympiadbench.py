@@ -292,16 +292,20 @@ class OlympiadBenchTemplate(PromptTemplate):
                                 replace_token=replace_token)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class OlympiadBenchRawTemplate(RawPromptTemplate):
     """OpenCompass's ``OlympiadBenchRawTemplate``: one user message, instruction + problem."""
 
-    text: PrompterText | None = None
+    text: PrompterText | None
+
+    def __init__(self, *, where: str = "template", text: PrompterText | None = None) -> None:
+        RawPromptTemplate.__init__(self, [{"role": "user", "content": "{problem}"}], True,
+                                   "</E>", where=where)
+        object.__setattr__(self, "text", text)
 
     @classmethod
     def create(cls, *, where: str = "template") -> OlympiadBenchRawTemplate:
-        return cls(({"role": "user", "content": "{problem}"},), True, "</E>", where,
-                   prompter_text())
+        return cls(where=where, text=prompter_text())
 
     def gen_item(self, row: Mapping[str, Any], ice: Ice, policy: Policy, *,
                  output_column: str | None = None, replace_token: str = "") -> list[Any]:

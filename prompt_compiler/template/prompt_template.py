@@ -328,6 +328,47 @@ class PromptTemplate:
         strip = (self.sep_token,) if strip_sep and self.sep_token is not None else ()
         return self._fill_plan(("ppl", label, remain_sep), tp, values, ice, strip, policy)
 
+    # -- OpenCompass's method names ------------------------------------------------
+
+    @property
+    def prompt_type(self) -> str:
+        """OpenCompass's name for the shape: ``'meta'`` (begin/round/end) or ``'origin'``
+        (a str or a label dict)."""
+        return "meta" if self.kind == "meta" else "origin"
+
+    def generate_ice_item(self, entry: Mapping[str, Any], label: Any = None, *,
+                          policy: Policy | str | None = None) -> Rendered:
+        """OpenCompass's name for :meth:`ice_item`: one in-context example from ``entry``
+        (its answer shown; a label dict picks ``template[label]``).
+
+        ``policy``: ``"default"`` (the default) or ``"opencompass"`` (compat mode).
+        """
+        return self.ice_item(entry, label, Policy.of(policy))
+
+    def generate_item(self, entry: Mapping[str, Any], output_field: str | None = None,
+                      output_field_replace_token: str = "", ice_field_replace_token: Ice = "",
+                      *, policy: Policy | str | None = None) -> Rendered:
+        """OpenCompass's name for :meth:`gen_item`: the generation prompt for ``entry``,
+        ``ice_field_replace_token`` (the in-context examples) at the ``ice_token``, the
+        ``output_field`` column shown as ``output_field_replace_token``.
+
+        ``policy``: ``"default"`` (the default) or ``"opencompass"`` (compat mode).
+        """
+        return self.gen_item(entry, ice_field_replace_token, Policy.of(policy),
+                             output_column=output_field,
+                             replace_token=output_field_replace_token)
+
+    def generate_label_prompt_item(self, entry: Mapping[str, Any], ice: Ice, label: Any,
+                                   remain_sep: bool = False, *,
+                                   policy: Policy | str | None = None) -> Rendered:
+        """OpenCompass's name for :meth:`label_item`: the PPL prompt of ``label`` for
+        ``entry`` (not masked), ``ice`` at the ``ice_token``; ``remain_sep`` keeps the
+        ``sep_token``.
+
+        ``policy``: ``"default"`` (the default) or ``"opencompass"`` (compat mode).
+        """
+        return self.label_item(entry, ice, label, Policy.of(policy), remain_sep=remain_sep)
+
     # -- default mode: fill template pieces, then splice examples -----------------
 
     def _plan(self, key: Any, tp: Rendered, strip: tuple[str, ...]) -> tuple[Any, ...]:

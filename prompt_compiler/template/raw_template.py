@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TemplateError, TemplateTypeError
@@ -18,24 +18,31 @@ __all__ = ["RawPromptTemplate"]
 _RAW_ROLES = ("system", "user", "assistant")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RawPromptTemplate:
     """A template that is already an OpenAI-style message list.
 
-    Elements are ``{"role", "content"}`` messages (content filled from the row),
-    ``{"expand_column": col}`` (splices the row's list of messages), or the
-    ``ice_token`` string (splices the in-context messages).
+    Elements are ``{"role", "content"}`` messages (role ``system``, ``user`` or
+    ``assistant``; content filled from the row unless ``format_variables`` is false),
+    ``{"expand_column": col}`` (splices the row's list of messages), or strings: the
+    ``ice_token`` splices the in-context messages, any other string is left out.
+
+    Raises:
+        TemplateTypeError: ``messages`` is not a list, or an element is not a dict or str
+            (a ``TypeError``).
+        TemplateError: A message lacks ``role`` or ``content``, or has another role (a
+            ``ValueError``).
     """
 
-    messages: tuple[Any, ...]
-    format_variables: bool = True
-    ice_token: str | None = "</E>"
-    where: str = "template"
-    sep_token: None = field(default=None, init=False)
+    messages: list[Any]
+    """The messages as given (a deep copy)."""
+    format_variables: bool
+    ice_token: str | None
+    where: str
+    sep_token: None
 
-    @classmethod
-    def build(cls, messages: Sequence[Any], format_variables: bool = True,
-              ice_token: str | None = "</E>", *, where: str = "template") -> RawPromptTemplate:
+    def __init__(self, messages: Sequence[Any], format_variables: bool = True,
+                 ice_token: str | None = "</E>", *, where: str = "template") -> None:
         # OpenCompass 0.5.4's own wording (RawPromptTemplate._validate_messages), and its
         # exception classes: TypeError for a wrong type, ValueError for a wrong message.
         if not isinstance(messages, (list, tuple)):
@@ -59,7 +66,21 @@ class RawPromptTemplate:
                 text = f"messages[{i}] has invalid role: {msg['role']}"
                 raise TemplateError(f"{text} (expected one of {', '.join(_RAW_ROLES)})",
                                     key_path=path, reference=("ValueError", text))
-        return cls(tuple(copy.deepcopy(list(messages))), format_variables, ice_token, where)
+        for name, value in (("messages", copy.deepcopy(list(messages))),
+                            ("format_variables", format_variables), ("ice_token", ice_token),
+                            ("where", where), ("sep_token", None)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def build(cls, messages: Sequence[Any], format_variables: bool = True,
+              ice_token: str | None = "</E>", *, where: str = "template") -> RawPromptTemplate:
+        """The same as the constructor (kept for callers of the earlier name)."""
+        return cls(messages, format_variables, ice_token, where=where)
+
+    @property
+    def prompt_type(self) -> str:
+        """OpenCompass's name for this shape: ``'raw_messages'``."""
+        return "raw_messages"
 
     kind = "raw"
 
@@ -101,3 +122,30 @@ class RawPromptTemplate:
     @property
     def labels(self) -> list[Any]:
         return []
+
+    # -- OpenCompass's method names ------------------------------------------------
+
+    def generate_item(self, entry: Mapping[str, Any], output_field: str | None = None,
+                      output_field_replace_token: str = "", ice_field_replace_token: Ice = "",
+                      *, policy: Policy | str | None = None) -> list[Any]:
+        """OpenCompass's name for :meth:`gen_item`: the messages for ``entry``, the
+        in-context messages at the ``ice_token``. The default mode shows ``output_field``
+        as ``output_field_replace_token`` (defect D15); ``policy="opencompass"`` keeps the
+        answer, as OpenCompass does.
+        """
+        return self.gen_item(entry, ice_field_replace_token, Policy.of(policy),
+                             output_column=output_field,
+                             replace_token=output_field_replace_token)
+
+    def generate_ice_item(self, entry: Mapping[str, Any], label: Any = None, *,
+                          policy: Policy | str | None = None) -> list[Any]:
+        """OpenCompass's name for :meth:`ice_item`: one example's messages (strings left
+        out)."""
+        return self.ice_item(entry, label, Policy.of(policy))
+
+    def generate_label_prompt_item(self, entry: Mapping[str, Any], ice: Ice, label: Any,
+                                   remain_sep: bool = False, *,
+                                   policy: Policy | str | None = None) -> list[Any]:
+        """OpenCompass's name for :meth:`label_item`: the messages for ``entry`` (the label
+        does not change them)."""
+        return self.label_item(entry, ice, label, Policy.of(policy), remain_sep=remain_sep)
