@@ -440,3 +440,41 @@ def test_meta_templates_from_a_config_through_the_cli(tmp_path: Path, mode: str)
         {"role": "system", "content": "rules"}, {"role": "user", "content": "q0"},
         {"role": "assistant", "content": "a0"}, {"role": "user", "content": "q1|"},
         {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]
+
+
+# -- DatasetReader ranges ---------------------------------------------------------------
+
+def _test_ids(n: int, test_range: object) -> list[int]:
+    from prompt_compiler.data.reader import prepare_rows
+
+    reader = pc.ReaderConfig(("i",), None, test_range=test_range)
+    return [r["i"] for r in prepare_rows("d", reader, rows=[{"i": i} for i in range(n)]).test]
+
+
+@pytest.mark.parametrize(("n", "test_range", "ids"), [
+    (10, None, list(range(10))), (10, 0, list(range(10))), (10, -2, list(range(10))),
+    (10, 10, list(range(10))), (10, 12, list(range(10))), (10, 1.0e9, list(range(10))),
+    (10, 3, [1, 5, 6]), (10, 0.3, [1, 5, 6]),  # 0.3 of 10 rows is 3: the same draw
+    (10, 0.5, [2, 3, 1, 0, 8]), (10, "[1:9:3]", [1, 4, 7]), (10, "[-3:]", [7, 8, 9]),
+    (10, "[::-1]", list(range(9, -1, -1))), (10, "[:0]", []),
+    (1, 0.5, []), (3, 0.2, []),  # a fraction of under one row keeps no row
+    (1, 2.5, [0]),  # at least the number of rows: all of them
+])
+def test_reader_ranges(n: int, test_range: object, ids: list[int]) -> None:
+    assert _test_ids(n, test_range) == ids
+
+
+def test_a_float_range_of_one_row_or_more_is_an_error(tmp_path: Path) -> None:
+    # OpenCompass slices its row list with the float (TypeError); both modes refuse it.
+    with pytest.raises(pc.ConfigError, match="fraction") as info:
+        _test_ids(10, 2.0)
+    assert info.value.reference is not None and info.value.reference[0] == "TypeError"
+    (tmp_path / "r.yaml").write_text(
+        "datasets:\n  - abbr: r\n    reader_cfg: {input_columns: [q], test_range: 2.5}\n"
+        "    infer_cfg:\n      prompt_template: {type: PromptTemplate, template: '{q}'}\n"
+        "      retriever: {type: ZeroRetriever}\n      inferencer: {type: GenInferencer}\n"
+        "    rows: [{q: a}, {q: b}, {q: c}]\n", encoding="utf-8")
+    proc = run_cli("r.yaml", "--model", "echo", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "test_range" in proc.stderr and "fraction" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -211,16 +211,25 @@ def _apply_range(rows: Sequence[Row], rng: Any, where: str) -> Sequence[Row]:
     if isinstance(rng, bool) or not isinstance(rng, (int, float)):
         raise ConfigError(f"a range must be an int, a float or a slice string, got {rng!r}",
                           key_path=where)
-    size: float = rng
-    if 0 < size < 1 and isinstance(size, float):
-        size = int(size * len(rows))
-    if size <= 0 or size >= len(rows):
+    # OpenCompass's load_partial_dataset: the whole split unless 0 < size < len(rows); a
+    # fraction is then turned into a count (which may be 0: no rows), the rows shuffled with
+    # random.Random(count) and the first count kept.
+    if rng <= 0 or rng >= len(rows):
         return rows
+    if isinstance(rng, float):
+        if not rng < 1:
+            raise ConfigError(
+                f"a float range is a fraction of the split (between 0 and 1), or at least its "
+                f"number of rows ({len(rows)}) to keep them all; got {rng!r}",
+                key_path=where, hint=f"write the number of rows as an int ({int(rng)})",
+                reference=("TypeError", "slice indices must be integers or None or have an "
+                           "__index__ method"))
+        rng = int(rng * len(rows))
     import random
 
     index = list(range(len(rows)))
-    random.Random(size).shuffle(index)
-    return _pick(rows, index[: int(size)])
+    random.Random(rng).shuffle(index)
+    return _pick(rows, index[:rng])
 
 
 def prepare_rows(
