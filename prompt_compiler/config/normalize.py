@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, PromptCompilerError, RegistryError
+from ..errors import ConfigError, PromptCompilerError, RegistryError, UnsupportedError
 from ..template.prompt_template import require_template
 from ..values import find_problem, join_path
 from .known_keys import check_required_spelling, dataset_key_notes, model_key_notes
 from .opencompass_shim import (
+    AGENT_MODELS,
     API_MODELS,
     CHAT_TEMPLATE_MODELS,
     LM_MODELS,
@@ -165,6 +166,24 @@ def derive_abbr(entry: Mapping[str, Any]) -> str:
     return abbr.replace("/", "_")
 
 
+def derive_model_abbr(entry: Mapping[str, Any]) -> str | None:
+    """The abbr OpenCompass 0.5.4 gives a model without one (``model_abbr_from_cfg``):
+    its ``type`` as the config names it (``opencompass.models.OpenAISDK`` for a class
+    imported from ``opencompass.models``), ``_``, and the last two parts of
+    ``os.path.realpath(path)`` joined by ``_``; None without a ``type`` and a ``path``."""
+    raw_type, path = entry.get("type"), entry.get("path")
+    if isinstance(raw_type, TypeRef):
+        type_text = raw_type.qualified_name
+    elif isinstance(raw_type, str) and raw_type:
+        type_text = raw_type
+    else:
+        return None
+    if not isinstance(path, str) or not path:
+        return None
+    tail = "_".join(os.path.realpath(path).split("/")[-2:])
+    return (type_text + "_" + tail).replace("/", "_")
+
+
 def is_custom_dataset(entry: Mapping[str, Any]) -> bool:
     """A path-only custom dataset: no loader ``type``; OpenCompass builds its reader and
     infer config from the data file's first row (see :mod:`prompt_compiler.config.custom`)."""
@@ -209,11 +228,17 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     entry = _require_dict(entry, "a model dict", config_path, key_path)
     check_values(entry, config_path, key_path)
     abbr = entry.get("abbr", entry.get("name"))
+    if abbr is None and "abbr" not in entry and "name" not in entry:
+        abbr = derive_model_abbr(entry)
     if not isinstance(abbr, str) or not abbr:
         raise ConfigError(
-            "a model needs an 'abbr' (a non-empty string naming it)",
+            "a model needs an 'abbr' (a non-empty string naming it)"
+            if "abbr" not in entry else "'abbr' must be a non-empty string, got "
+            + ("an empty string" if abbr == "" else _type_name(abbr)),
             config_path=config_path,
             key_path=f"{key_path}.abbr",
+            hint="add abbr='...' to the model dict (without one OpenCompass names a model "
+            "after its 'type' and 'path')",
         )
     where: dict[str, Any] = {"config_path": config_path, "model": abbr}
 
@@ -243,6 +268,15 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
                 key_path=f"{key_path}.type",
                 **where,
             )
+        if class_name in AGENT_MODELS:
+            raise UnsupportedError(
+                f"{class_name} is an agent: it needs a model in the loop (the agent framework "
+                "builds each prompt from the model's previous replies and tool results), so "
+                "there is no prompt to compile without running the model",
+                key_path=f"{key_path}.type",
+                hint="give the model inside the agent (its 'llm') as the model, or see "
+                "docs/opencompass-corpus.md (model-in-the-loop inferencers)",
+                **where)
         if renderer is None:
             renderer = renderer_for_model_class(class_name)
             if renderer is None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import importlib.abc
 
 __all__ = [
+    "AGENT_MODELS",
     "API_MODELS",
     "CHAT_TEMPLATE_MODELS",
     "INFERENCERS",
@@ -73,7 +74,7 @@ LM_MODELS = frozenset({
     "TurboMindModel", "TurboMindTisModel", "LmdeployPytorchModel", "LmdeployTisModel",
     "VLLM", "LightllmAPI", "InternLM", "InternTrain", "Llama2", "Llama2Chat", "GLM130B",
     "AlayaLM", "Mixtral", "ModelScope", "ModelScopeCausalLM", "LLaMA2AccessoryModel",
-    "QwenLM",
+    "QwenLM", "TurboMindAPIModel",
 })
 
 # Subclasses of OpenCompass's BaseAPIModel (APITemplateParser).
@@ -83,13 +84,19 @@ API_MODELS = frozenset({
     "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini", "GeminiAllesAPIN", "Hunyuan", "KrGPT",
     "LightllmChatAPI", "MiniMax", "MiniMaxChatCompletionV2", "Mistral", "MoonShot",
     "Nanbeige", "PanGu", "Qwen", "Rendu", "SenseTime", "StepFun", "UniGPT", "XunFei",
-    "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI", "ZhiPuV2AI",
+    "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI", "ZhiPuV2AI", "GeminiSDK", "LiteLLMAPI",
+    "OpenAISDKResponse", "OpenAISDKRollout", "TeleChat", "TeleChatStream",
 })
 
 # BaseModel subclasses that apply the tokenizer's chat template to API-style messages.
 CHAT_TEMPLATE_MODELS = frozenset({
     "HuggingFacewithChatTemplate", "TurboMindModelwithChatTemplate", "VLLMwithChatTemplate",
 })
+
+
+# Agent wrappers (opencompass/models/lagent.py, langchain.py): each prompt after the first is
+# built from the model's own replies and tool results.
+AGENT_MODELS = frozenset({"LagentAgent", "CodeAgent", "LangchainAgent"})
 
 
 def renderer_for_model_class(name: str) -> Renderer | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..errors import MetaTemplateError, SectionError, TemplateError, UnknownRoleError
 from ..promptlist import SECTION_NAMES, Marker, PromptList, RoleItem
@@ -33,7 +33,7 @@ class MetaTemplate:
         raw: The original dict.
     """
 
-    round: tuple[Union[str, Mapping[str, Any]], ...]
+    round: tuple[str | Mapping[str, Any], ...]
     roles: Mapping[str, Mapping[str, Any]]
     begin: Any
     end: Any
@@ -49,8 +49,9 @@ class MetaTemplate:
             raise MetaTemplateError(f"a meta template must be a dict, got {type(meta).__name__}",
                                     key_path=where)
         if "round" not in meta:
-            raise MetaTemplateError("the meta template needs a 'round' list", key_path=where,
-                                    reference=("AssertionError", "round is required in meta template"))
+            raise MetaTemplateError(
+                "the meta template needs a 'round' list", key_path=where,
+                reference=("AssertionError", "round is required in meta template"))
         roles: RoleTable = {}
         for key in ("round", "reserved_roles"):
             if key not in meta:
@@ -65,7 +66,8 @@ class MetaTemplate:
                     continue
                 if not isinstance(item, Mapping) or not isinstance(item.get("role"), str):
                     raise MetaTemplateError(
-                        f"each entry must be a role dict with a str 'role' (or a str), got {item!r}",
+                        "each entry must be a role dict with a str 'role' (or a str), got "
+                        f"{item!r}",
                         key_path=path, reference=("AssertionError", ""))
                 if item["role"] in roles:
                     raise MetaTemplateError(
@@ -80,6 +82,11 @@ class MetaTemplate:
                 _check_role_fields(item, path)
                 roles[item["role"]] = dict(item)
         for k in ("begin", "end"):
+            if not lm and k == "begin" and isinstance(meta.get(k), Mapping):
+                # OpenCompass's APITemplateParser puts a dict begin in front of the
+                # messages as it is: a role item such as dict(role='SYSTEM', prompt='...').
+                _check_begin_item(meta[k], f"{where}.{k}")
+                continue
             if meta.get(k) is not None and not isinstance(meta[k], str):
                 raise MetaTemplateError(
                     f"the meta template's {k} must be a string, got {type(meta[k]).__name__}",
@@ -97,6 +104,15 @@ class MetaTemplate:
 
 _TEXT_FIELDS = ("begin", "end", "api_role")  # when present: str (None is no text either)
 _OPTIONAL_TEXT_FIELDS = ("prompt", "fallback_role")  # str or None
+
+
+def _check_begin_item(item: Mapping[str, Any], path: str) -> None:
+    """An API meta template's dict ``begin``: one message, a str ``role`` and ``prompt``."""
+    if not isinstance(item.get("role"), str) or not isinstance(item.get("prompt"), str):
+        raise MetaTemplateError(
+            "a meta template's begin given as a dict is one message: it needs a str 'role' "
+            f"and a str 'prompt', got {dict(item)!r}", key_path=path,
+            reference=("KeyError", "'prompt'"))
 
 
 def _check_role_fields(item: Mapping[str, Any], path: str) -> None:
@@ -177,7 +193,8 @@ def walk(prompt: PromptList) -> Iterator[Text | RoleText | Dialogue]:
                 yield RoleText(item)
 
 
-def split_rounds(items: Sequence[Any], meta: MetaTemplate, *, use_fallback: bool) -> list[list[Any]]:
+def split_rounds(items: Sequence[Any], meta: MetaTemplate, *,
+                 use_fallback: bool) -> list[list[Any]]:
     """Cut a dialogue into rounds: a new round starts when a role's meta-round
     position is not after the previous one's. ``use_fallback`` lets a role absent
     from the round take its ``fallback_role``'s position (API parsers; LM with D12)."""
@@ -191,7 +208,8 @@ def split_rounds(items: Sequence[Any], meta: MetaTemplate, *, use_fallback: bool
             raise TemplateError(
                 "in-context examples built as sections cannot sit inside a round",
                 key_path=f"prompt round item {idx}",
-                hint="put the ice_token in 'begin' (e.g. begin='</E>') or as its own item before the round",
+                hint="put the ice_token in 'begin' (e.g. begin='</E>') or as its own item "
+                "before the round",
                 reference=("KeyError", "'role'"))
         role = item.role
         pos = positions.get(role)
@@ -217,7 +235,7 @@ def split_rounds(items: Sequence[Any], meta: MetaTemplate, *, use_fallback: bool
             cuts.append(idx)
         last = pos
     cuts.append(len(items))
-    return [list(items[a:b]) for a, b in zip(cuts, cuts[1:])]
+    return [list(items[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
 def merge_roles(meta: MetaTemplate, items: Sequence[Any]) -> RoleTable:
@@ -245,6 +263,7 @@ def lookup(table: RoleTable, cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     if found is None:
         found = table.get(cfg.get("fallback_role"))  # type: ignore[arg-type]
     if found is None:
-        raise UnknownRoleError(f"role {cfg.get('role')!r} is not declared by the meta template",
-                               reference=("AttributeError", "'NoneType' object has no attribute 'get'"))
+        raise UnknownRoleError(
+            f"role {cfg.get('role')!r} is not declared by the meta template",
+            reference=("AttributeError", "'NoneType' object has no attribute 'get'"))
     return found

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -217,6 +218,15 @@ def find_source() -> Path:
     folders = list(spec.submodule_search_locations or ()) if spec is not None else []
     for folder in folders:
         candidate = Path(folder).joinpath(*SOURCE)
+        if candidate.is_file():
+            return candidate
+    # Else the package whose configs/ the configs were read from (--opencompass-configs
+    # .../site-packages/opencompass/configs): its datasets/OlympiadBench.py lies beside.
+    from ..config.oc_configs import last_root
+
+    root = last_root()
+    if root is not None:
+        candidate = Path(os.path.realpath(root / "configs")).parent.joinpath(*SOURCE)
         if candidate.is_file():
             return candidate
     found = " (the installed opencompass has no datasets/OlympiadBench.py)" if folders else ""

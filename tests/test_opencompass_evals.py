@@ -1,0 +1,259 @@
+"""Eval configs written as OpenCompass 0.5.x users write them, through the CLI.
+
+Each test writes a small configs folder in OpenCompass's layout (our own dataset and model
+configs, never OpenCompass's) and an eval config that imports from it with
+``from opencompass.configs.<x> import y``, runs ``compile-prompts`` as a subprocess and
+compares the records with prompts written by hand (what OpenCompass 0.5.4 hands its model
+for such a config: see the comments at each test).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _cli import run_cli
+
+QA_GEN = """\
+from opencompass.datasets import QADataset
+from opencompass.openicl.icl_inferencer import GenInferencer
+from opencompass.openicl.icl_prompt_template import PromptTemplate
+from opencompass.openicl.icl_retriever import ZeroRetriever
+
+qa_reader_cfg = dict(input_columns=['question'], output_column='answer')
+qa_infer_cfg = dict(
+    prompt_template=dict(type=PromptTemplate,
+                         template=dict(round=[dict(role='HUMAN', prompt='Q: {question}')])),
+    retriever=dict(type=ZeroRetriever),
+    inferencer=dict(type=GenInferencer, max_out_len=64),
+)
+qa_datasets = [dict(abbr='qa', type=QADataset, path='opencompass/qa',
+                    reader_cfg=qa_reader_cfg, infer_cfg=qa_infer_cfg)]
+"""
+
+API_META = """dict(round=[dict(role='HUMAN', api_role='HUMAN'),
+                 dict(role='BOT', api_role='BOT', generate=True)])"""
+
+
+def _suite(tmp_path: Path, eval_text: str, files: dict[str, str] | None = None) -> Path:
+    """``tmp_path/oc/configs`` (OpenCompass's layout) and ``tmp_path/suite/eval_x.py``."""
+    configs = tmp_path / "oc" / "configs"
+    for rel, text in {"datasets/qa/qa_gen.py": QA_GEN, **(files or {})}.items():
+        (configs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (configs / rel).write_text(text, encoding="utf-8")
+    suite = tmp_path / "suite"
+    (suite / "data").mkdir(parents=True)
+    (suite / "data" / "qa.jsonl").write_text('{"question": "2+2?", "answer": "4"}\n',
+                                             encoding="utf-8")
+    (suite / "eval_x.py").write_text(eval_text, encoding="utf-8")
+    return suite
+
+
+def _compile(suite: Path, *extra: str, mode: str = "default") -> dict[str, list[Any]]:
+    """Run the CLI on eval_x.py; ``{"<model>/<dataset>": [prompt, ...]}``."""
+    out = suite / f"out-{mode}"
+    proc = run_cli("eval_x.py", "--data-dir", "data", "-o", out, "--mode", mode,
+                   "--opencompass-configs", suite.parent / "oc" / "configs", *extra, cwd=suite)
+    assert proc.returncode == 0, proc.stderr
+    found = {}
+    for file in sorted(out.glob("*/*.jsonl")):
+        records = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
+        found[f"{file.parent.name}/{file.stem}"] = [r["prompt"] for r in records]
+    return found
+
+
+def test_a_model_without_abbr_is_named_as_opencompass_names_it(tmp_path: Path) -> None:
+    # OpenCompass 0.5.4 (utils/abbr.py model_abbr_from_cfg, on the config as run.py dumps and
+    # reloads it): the type as imported, '_', the last two parts of realpath(path).
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = qa_datasets
+models = [dict(type=OpenAISDK, path='Qwen/Qwen2.5-7B-Instruct', meta_template={API_META}),
+          dict(type=OpenAISDK, path='gpt-4o', meta_template={API_META})]
+""")
+    for mode in ("default", "compat"):
+        assert _compile(suite, mode=mode) == {
+            # a one-part path lies in the folder the command runs in (here: suite/)
+            "opencompass.models.OpenAISDK_suite_gpt-4o/qa": [
+                [{"role": "user", "content": "Q: 2+2?"}]],
+            "opencompass.models.OpenAISDK_Qwen_Qwen2.5-7B-Instruct/qa": [
+                [{"role": "user", "content": "Q: 2+2?"}]],
+        }
+
+
+def test_an_empty_abbr_is_an_error_naming_it(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+MODEL_NAME = ''
+datasets = qa_datasets
+models = [dict(type=OpenAISDK, abbr=f'{MODEL_NAME}', path='gpt-4o')]
+""")
+    proc = run_cli("eval_x.py", "--data-dir", "data", "--check", "--opencompass-configs",
+                   tmp_path / "oc" / "configs", cwd=suite)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "compile-prompts: error: eval_x.py: at models[0].abbr: 'abbr' must be a non-empty "
+        "string, got an empty string (hint: add abbr='...' to the model dict (without one "
+        "OpenCompass names a model after its 'type' and 'path'))\n")
+
+
+def test_an_api_meta_template_may_begin_with_a_message(tmp_path: Path) -> None:
+    # OpenCompass 0.5.4's APITemplateParser puts a dict `begin` in front of the messages as
+    # it is; OpenAISDK and VLLMwithChatTemplate map its role SYSTEM to 'system'.
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK, VLLMwithChatTemplate
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+reasoning_meta_template = dict(
+    begin=dict(role='SYSTEM', api_role='SYSTEM', prompt='Think step by step.'),
+    round=[dict(role='HUMAN', api_role='HUMAN'),
+           dict(role='BOT', api_role='BOT', generate=True)],
+)
+datasets = [*qa_datasets]
+models = [
+    dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template=reasoning_meta_template),
+    dict(type=VLLMwithChatTemplate, abbr='vllm', path='internlm/internlm3-8b-instruct',
+         meta_template=reasoning_meta_template),
+]
+""")
+    expected = [[{"role": "system", "content": "Think step by step."},
+                 {"role": "user", "content": "Q: 2+2?"}]]
+    for mode in ("default", "compat"):
+        assert _compile(suite, mode=mode) == {"api/qa": expected, "vllm/qa": expected}
+
+
+def test_a_begin_message_needs_role_and_prompt(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = qa_datasets
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template=dict(
+    begin=dict(role='SYSTEM', text='x'), round=[dict(role='HUMAN', api_role='HUMAN')]))]
+""")
+    proc = run_cli("eval_x.py", "--data-dir", "data", "--check", "--opencompass-configs",
+                   tmp_path / "oc" / "configs", cwd=suite)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        "compile-prompts: error: eval_x.py: model 'api', at models[0].meta_template.begin: a "
+        "meta template's begin given as a dict is one message: it needs a str 'role' and a "
+        "str 'prompt', got {'role': 'SYSTEM', 'text': 'x'}"), proc.stderr
+
+
+def test_more_opencompass_054_model_classes(tmp_path: Path) -> None:
+    # TurboMindAPIModel parses with LMTemplateParser; LiteLLMAPI, TeleChatStream, GeminiSDK
+    # and OpenAISDKRollout are BaseAPIModel classes. Without a meta template both parsers
+    # join the prompt's items with '\n': here the one HUMAN prompt.
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import GeminiSDK, LiteLLMAPI, OpenAISDKRollout
+from opencompass.models.telechat_api.telechat_api_streaming import TeleChatStream
+from opencompass.models.turbomind_api import TurboMindAPIModel
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = qa_datasets
+models = [
+    dict(type=TurboMindAPIModel, abbr='tm-api', api_addr='http://0.0.0.0:23333',
+         meta_template=dict(round=[dict(role='HUMAN', begin='<|User|>:', end='\\n'),
+                                   dict(role='BOT', begin='<|Bot|>:', generate=True)])),
+    dict(type=LiteLLMAPI, abbr='litellm', path='gpt-4o'),
+    dict(type=TeleChatStream, abbr='telechat', path='TeleChat'),
+    dict(type=GeminiSDK, abbr='gemini', path='gemini-pro'),
+    dict(type=OpenAISDKRollout, abbr='rollout', path='m', meta_template={API_META}),
+]
+""")
+    assert _compile(suite) == {
+        "gemini/qa": ["Q: 2+2?"],
+        "litellm/qa": ["Q: 2+2?"],
+        "rollout/qa": [[{"role": "user", "content": "Q: 2+2?"}]],
+        "telechat/qa": ["Q: 2+2?"],
+        "tm-api/qa": ["<|User|>:Q: 2+2?\n<|Bot|>:"],
+    }
+
+
+def test_an_agent_model_needs_a_model_in_the_loop(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+from opencompass.models import OpenAI
+from opencompass.models.lagent import CodeAgent
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = qa_datasets
+models = [dict(abbr='gpt-3.5-react', type=CodeAgent, llm=dict(type=OpenAI, path='gpt-3.5'))]
+""")
+    proc = run_cli("eval_x.py", "--data-dir", "data", "-o", "out", "--opencompass-configs",
+                   tmp_path / "oc" / "configs", cwd=suite)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "compile-prompts: error: eval_x.py: model 'gpt-3.5-react', at models[0].type: "
+        "CodeAgent is an agent: it needs a model in the loop (the agent framework builds each "
+        "prompt from the model's previous replies and tool results), so there is no prompt to "
+        "compile without running the model (hint: give the model inside the agent (its 'llm') "
+        "as the model, or see docs/opencompass-corpus.md (model-in-the-loop inferencers))\n")
+
+
+STAND_IN = Path(__file__).parent / "data" / "olympiadbench" / "OlympiadBench.py"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("opencompass") is not None,
+                    reason="an importable opencompass is read first")
+def test_olympiadbench_text_is_read_beside_the_configs_folder(tmp_path: Path) -> None:
+    # --opencompass-configs .../opencompass/configs: the package folder around it holds
+    # datasets/OlympiadBench.py (here the tests' stand-in with its own short texts).
+    ob = """\
+from opencompass.datasets import OlympiadBenchDataset
+from opencompass.openicl.icl_inferencer import GenInferencer
+from opencompass.openicl.icl_retriever import ZeroRetriever
+
+ob_datasets = [dict(
+    type=OlympiadBenchDataset, abbr='ob', path='opencompass/OlympiadBench', name='x',
+    reader_cfg=dict(input_columns=['problem', 'language', 'subject', 'question_type',
+                                   'answer_type', 'is_multiple_answer', 'unit'],
+                    output_column='solution'),
+    infer_cfg=dict(prompt_template=dict(type='OlympiadBenchTemplate'),
+                   retriever=dict(type=ZeroRetriever), inferencer=dict(type=GenInferencer)))]
+"""
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.OlympiadBench.ob_gen import ob_datasets
+
+datasets = ob_datasets
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
+""", {"datasets/OlympiadBench/ob_gen.py": ob})
+    package = tmp_path / "oc"  # the folder holding configs/ stands for opencompass/
+    (package / "datasets").mkdir()
+    shutil.copy(STAND_IN, package / "datasets" / "OlympiadBench.py")
+    (suite / "data" / "ob.jsonl").write_text(json.dumps(
+        {"problem": "P #te0", "language": "English", "subject": "Math",
+         "question_type": "Open-ended", "answer_type": "Numerical", "is_multiple_answer": False,
+         "unit": "", "solution": "S"}) + "\n", encoding="utf-8")
+    assert _compile(suite, "--only", "ob") == {"api/ob": [[{
+        "role": "user",
+        "content": "Solve this Math task. [one: a number] Box <one>.\nP #te0\n\nSteps."}]]}
