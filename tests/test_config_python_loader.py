@@ -180,7 +180,12 @@ def test_errors_are_reported_as_mmengine_reports_them(tmp_path: Path) -> None:
     """})
     with pytest.raises(ConfigError) as err:
         load_python_config(tmp_path / "bad.py", "bad.py")
-    assert str(err.value) == "bad.py: RuntimeError while loading the config (line 4)"
+    assert str(err.value) == (
+        "bad.py: calls `ZeroRetriever(...)` (line 4), a name imported outside `with "
+        "read_base():`: OpenCompass loads configs in mmengine's lazy-import mode, where such "
+        "names cannot be called while the config loads (OpenCompass 0.5.4 stops on this config "
+        "too) (hint: copy or build the values without calling an import (e.g. `dict(d)`, "
+        "`[dict(x) for x in xs]`, or the config dict's own `.deepcopy()`))")
 
 
 def test_repository_configs_load_the_same_both_ways() -> None:

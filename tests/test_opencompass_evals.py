@@ -257,3 +257,100 @@ models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_MET
     assert _compile(suite, "--only", "ob") == {"api/ob": [[{
         "role": "user",
         "content": "Solve this Math task. [one: a number] Box <one>.\nP #te0\n\nSteps."}]]}
+
+
+# -- configs OpenCompass 0.5.4 itself cannot load: one line saying where and why ------------
+
+def _error(suite: Path) -> str:
+    proc = run_cli("eval_x.py", "--data-dir", "data", "-o", "out", "--opencompass-configs",
+                   suite.parent / "oc" / "configs", cwd=suite)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    return proc.stderr
+
+
+def test_a_config_the_configs_folder_lacks(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+    from opencompass.configs.datasets.qa.qa_judge_gen import qa_datasets as judged
+
+datasets = qa_datasets + judged
+""")
+    configs = (tmp_path / "oc" / "configs").resolve()
+    assert _error(suite) == (
+        "compile-prompts: error: eval_x.py: `with read_base(): from "
+        "opencompass.configs.datasets.qa.qa_judge_gen import ...` (line 5): the OpenCompass "
+        f"configs folder {configs} has no datasets/qa/qa_judge_gen.py (OpenCompass 0.5.4 stops "
+        "on this config too) (hint: the config may be written for another OpenCompass version "
+        "than the configs folder's; give --opencompass-configs the configs/ of the OpenCompass "
+        "it was written for)\n")
+
+
+def test_a_name_the_base_config_does_not_define(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import subjective_datasets as qa
+
+datasets = [*qa]
+""")
+    assert _error(suite) == (
+        "compile-prompts: error: eval_x.py: `with read_base(): from ... import "
+        "subjective_datasets` (line 4): that config defines no 'subjective_datasets' "
+        "(OpenCompass 0.5.4 stops on this config too)\n")
+
+
+def test_calling_an_import_while_the_config_loads(tmp_path: Path) -> None:
+    # mmengine's lazy-import mode makes `deepcopy` a lazy object: calling it raises.
+    suite = _suite(tmp_path, """\
+from copy import deepcopy
+
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+from opencompass.openicl.icl_retriever import ZeroRetriever
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = []
+for d in qa_datasets:
+    d = deepcopy(d)
+    d['infer_cfg']['retriever'] = dict(type=ZeroRetriever)
+    datasets.append(d)
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o')]
+""")
+    assert _error(suite) == (
+        "compile-prompts: error: eval_x.py: calls `deepcopy(...)` (line 12), a name imported "
+        "outside `with read_base():`: OpenCompass loads configs in mmengine's lazy-import mode, "
+        "where such names cannot be called while the config loads (OpenCompass 0.5.4 stops on "
+        "this config too) (hint: copy or build the values without calling an import (e.g. "
+        "`dict(d)`, `[dict(x) for x in xs]`, or the config dict's own `.deepcopy()`))\n")
+
+
+def test_the_config_dicts_own_deepcopy_works(tmp_path: Path) -> None:
+    # ... while the config dict's own deepcopy() (used by OpenCompass's eval_ruler.py) and
+    # plain dict copies are fine.
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = []
+for suffix in ('a', 'b'):
+    d = qa_datasets[0].deepcopy()
+    d['abbr'] = 'qa_' + suffix
+    d['infer_cfg']['prompt_template']['template']['round'][0]['prompt'] = suffix + ': {{question}}'
+    datasets.append(d)
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
+models[0]['max_out_len'] = 16
+""")
+    (suite / "data" / "qa.jsonl").rename(suite / "data" / "qa_a.jsonl")
+    (suite / "data" / "qa_b.jsonl").write_text('{"question": "3+3?", "answer": "6"}\n')
+    assert _compile(suite) == {"api/qa_a": [[{"role": "user", "content": "a: 2+2?"}]],
+                               "api/qa_b": [[{"role": "user", "content": "b: 3+3?"}]]}

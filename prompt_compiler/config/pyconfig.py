@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import gc
+import os
+import re
 import sys
 import types
 import warnings
@@ -176,6 +178,10 @@ def to_plain(value: Any) -> Any:
 def _wrap(exc: Exception, path: Path, display: str, root: Path | None) -> ConfigError:
     """A ConfigError naming the config file and the config line that raised, if any."""
     where = _config_frame(exc, path)
+    known = _known_failure(exc, path, where, root)
+    if known is not None:
+        message, hint = known
+        return ConfigError(message, config_path=display, hint=hint)
     text = str(exc).strip()
     if isinstance(exc, RecursionError):  # e.g. a value nested thousands of levels deep
         text = f"{text} (values nested more than {MAX_DEPTH} levels deep are not supported)"
@@ -193,6 +199,87 @@ def _wrap(exc: Exception, path: Path, display: str, root: Path | None) -> Config
                 f"{ENV_VAR}=DIR, or `pip install --no-deps opencompass`; DIR is the folder "
                 "holding datasets/ and models/")
     return ConfigError(message, config_path=display, hint=hint)
+
+
+_NOT_FOUND = re.compile(
+    r"(?P<file>.+?) not found! It means that incorrect module is defined in "
+    r"`with read_base\(\): = from (?P<module>\S+) import \.\.\.`", re.S)
+_SAME_IN_OPENCOMPASS = "OpenCompass 0.5.4 stops on this config too"
+
+
+def _known_failure(exc: Exception, path: Path, where: str,
+                   root: Path | None) -> tuple[str, str | None] | None:
+    """A one-line message (and hint) for the ways mmengine's lazy-import mode, which
+    OpenCompass loads configs in, refuses a config; None for any other error."""
+    at = f" ({where})" if where else ""
+    found = _NOT_FOUND.match(str(exc)) if type(exc).__name__ == "ConfigParsingError" else None
+    if found is not None:
+        module, missing = found["module"], found["file"]
+        line = _import_line(path, module, None)
+        message = (f"`with read_base(): from {module} import ...`"
+                   f"{f' (line {line})' if line else ''}: there is no config file {missing}")
+        hint = None
+        configs = Path(os.path.realpath(root / "configs")) if root is not None else None
+        if module.startswith("opencompass.configs.") and configs is not None:
+            message = (f"`with read_base(): from {module} import ...`"
+                       f"{f' (line {line})' if line else ''}: the OpenCompass configs folder "
+                       f"{configs} has no {Path(*module.split('.')[2:]).as_posix()}.py")
+            hint = ("the config may be written for another OpenCompass version than the "
+                    "configs folder's; give --opencompass-configs the configs/ of the "
+                    "OpenCompass it was written for")
+        return f"{message} ({_SAME_IN_OPENCOMPASS})", hint
+    if isinstance(exc, RuntimeError) and not str(exc).strip():
+        called = _lazy_call(exc)
+        if called is not None:
+            return (f"calls `{called}(...)`{at}, a name imported outside `with read_base():`: "
+                    "OpenCompass loads configs in mmengine's lazy-import mode, where such "
+                    f"names cannot be called while the config loads ({_SAME_IN_OPENCOMPASS})",
+                    "copy or build the values without calling an import (e.g. `dict(d)`, "
+                    "`[dict(x) for x in xs]`, or the config dict's own `.deepcopy()`)")
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        name = exc.args[0]
+        line = _import_line(path, None, name)
+        if line is not None:
+            return (f"`with read_base(): from ... import {name}` (line {line}): that config "
+                    f"defines no {name!r} ({_SAME_IN_OPENCOMPASS})", None)
+    return None
+
+
+def _lazy_call(exc: BaseException) -> str | None:
+    """The name of the lazily imported object whose call raised ``exc`` (mmengine's
+    ``LazyObject.__call__``), if that is what raised it."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code.co_name != "__call__":
+        return None
+    target = tb.tb_frame.f_locals.get("self")
+    imported = getattr(target, "_imported", None)
+    module = getattr(target, "_module", None)
+    if isinstance(imported, str):
+        return imported
+    return module if isinstance(module, str) else None
+
+
+def _import_line(path: Path, module: str | None, name: str | None) -> int | None:
+    """The line of ``from MODULE import ...`` (or of ``from ... import NAME``) inside the
+    file's ``with read_base():`` block, if the file has one."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if not isinstance(node, ast.With):
+            continue
+        for stmt in node.body:
+            if not isinstance(stmt, ast.ImportFrom):
+                continue
+            spelled = "." * stmt.level + (stmt.module or "")
+            if module is not None and spelled == module:
+                return stmt.lineno
+            if name is not None and any(a.name == name for a in stmt.names):
+                return stmt.lineno
+    return None
 
 
 def _config_frame(exc: BaseException, path: Path) -> str:
