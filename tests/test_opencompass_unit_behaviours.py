@@ -478,3 +478,32 @@ def test_a_float_range_of_one_row_or_more_is_an_error(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "test_range" in proc.stderr and "fraction" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# -- OpenCompass 0.5.4's API model classes ----------------------------------------------
+
+@pytest.mark.parametrize(("model_class", "prompt"), [
+    ("GeminiSDK", [{"role": "HUMAN", "prompt": "Hi?"}]),
+    ("LiteLLMAPI", [{"role": "HUMAN", "prompt": "Hi?"}]),
+    ("TeleChat", [{"role": "HUMAN", "prompt": "Hi?"}]),
+    ("TeleChatStream", [{"role": "HUMAN", "prompt": "Hi?"}]),
+    ("OpenAISDKResponse", [{"role": "user", "content": "Hi?"}]),  # OpenAI messages
+    ("OpenAISDKRollout", [{"role": "user", "content": "Hi?"}]),
+])
+def test_every_api_model_class_of_opencompass_is_known(tmp_path: Path, model_class: str,
+                                                       prompt: list[dict[str, str]]) -> None:
+    (tmp_path / "m.py").write_text(
+        "from opencompass.models import " + model_class + "\n"
+        "api_meta = dict(round=[dict(role='HUMAN', api_role='HUMAN'),\n"
+        "                       dict(role='BOT', api_role='BOT', generate=True)])\n"
+        "models = [dict(abbr='m', type=" + model_class + ", path='x', key='k', max_seq_len=99,"
+        " meta_template=api_meta)]\n"
+        "datasets = [dict(abbr='d', reader_cfg=dict(input_columns=['q']), infer_cfg=dict(\n"
+        "    prompt_template=dict(type='PromptTemplate', template=dict(round=[\n"
+        "        dict(role='HUMAN', prompt='{q}'), dict(role='BOT', prompt='')])),\n"
+        "    retriever=dict(type='ZeroRetriever'), inferencer=dict(type='GenInferencer')),\n"
+        "    rows=[dict(q='Hi?')])]\n", encoding="utf-8")
+    proc = run_cli("m.py", "-o", "out", "--strict", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == prompt

@@ -94,6 +94,16 @@ _PARAMS: dict[str, tuple[str, bool]] = {  # class -> (keyword parameters, takes 
                   "retry generation_kwargs", False),
     "Claude": ("key path query_per_second max_seq_len meta_template retry", False),
     "ClaudeAllesAPIN": ("path url key query_per_second max_seq_len meta_template retry", False),
+    "GeminiSDK": ("key path query_per_second max_seq_len meta_template temperature top_p top_k "
+                  "thinking base_url stream retry think_tag gemini_extra_kwargs "
+                  "client_extra_kwargs max_workers", False),
+    "LiteLLMAPI": ("path key api_base api_version query_per_second rpm_verbose max_seq_len "
+                   "meta_template retry system_prompt temperature stream think_tag max_workers "
+                   "extra_body", False),
+    "TeleChat": ("path url key query_per_second max_seq_len meta_template retry "
+                 "generation_kwargs", False),
+    "TeleChatStream": ("path url key query_per_second max_seq_len meta_template retry "
+                       "generation_kwargs", False),
     "ClaudeSDK": ("key path query_per_second max_seq_len meta_template temperature thinking "
                   "base_url stream retry extra_headers think_tag claude_extra_kwargs", False),
     "DeepseekAPI": (_API + " system_prompt timeout", False),
@@ -140,6 +150,9 @@ _PARAMS: dict[str, tuple[str, bool]] = {  # class -> (keyword parameters, takes 
                   False),
     "OpenAISDKStreaming": (_SDK + " openai_extra_kwargs stream stream_chunk_size timeout "
                            "finish_reason_confirm max_workers image_format image_min_edge", False),
+    "OpenAISDKResponse": (_SDK + " max_workers openai_extra_kwargs response_kwargs stream "
+                          "timeout", False),
+    "OpenAISDKRollout": (_SDK + " max_workers openai_extra_kwargs", False),
     "PanGu": ("path access_key secret_key url token_url project_name query_per_second "
               "max_seq_len meta_template retry", False),
     "Qwen": ("path key query_per_second max_seq_len meta_template retry generation_kwargs",

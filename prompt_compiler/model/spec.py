@@ -29,7 +29,7 @@ __all__ = ["API_WORD_COUNTED", "OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounte
            "whitespace_tokens"]
 
 OPENAI_COMPATIBLE_MODELS = frozenset({
-    "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout"})
+    "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout", "OpenAISDKResponse"})
 """OpenCompass API classes that send OpenAI chat-completion messages (``openai_api.py``)."""
 
 _OPENAI_ROLE = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}

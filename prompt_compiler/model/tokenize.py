@@ -39,10 +39,10 @@ TokenCounter = Callable[[str], int]
 API_WORD_COUNTED = frozenset({
     "AI360GPT", "BaiChuan", "BaiChuan3", "BailingAPI", "BlueLMAPI", "ByteDance", "Claude",
     "ClaudeAllesAPIN", "ClaudeSDK", "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini",
-    "GeminiAllesAPIN", "Hunyuan", "KrGPT", "LightllmChatAPI", "MiniMax",
+    "GeminiAllesAPIN", "GeminiSDK", "Hunyuan", "KrGPT", "LightllmChatAPI", "LiteLLMAPI", "MiniMax",
     "MiniMaxChatCompletionV2", "Mistral", "MoonShot", "Nanbeige", "PanGu", "Qwen", "Rendu",
-    "SenseTime", "StepFun", "UniGPT", "XunFei", "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI",
-    "ZhiPuV2AI"})
+    "SenseTime", "StepFun", "TeleChat", "TeleChatStream", "UniGPT", "XunFei", "XunFeiSpark",
+    "Yayi", "YiAPI", "ZhiPuAI", "ZhiPuV2AI"})
 """OpenCompass API classes that keep ``BaseAPIModel.get_token_len`` (:func:`api_words`): a
 model config of one of these classes without a ``tokenizer`` counts with it."""
 
