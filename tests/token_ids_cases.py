@@ -114,6 +114,13 @@ CASES += [
     TokenCase("mistral_causal_multi", "HuggingFaceCausalLM", "mistral", "multi", MISTRAL,
               MULTI),
     TokenCase("mistral_causal_clp", "HuggingFaceCausalLM", "mistral", "clp", MISTRAL, ROUND),
+    # a Mistral-style chat template (written here) that writes {{ bos_token }}
+    TokenCase("mistral_chat_hf_gen", "HuggingFacewithChatTemplate", "mistral-chat", "gen", None,
+              ROUND),
+    TokenCase("mistral_chat_hf_multi", "HuggingFacewithChatTemplate", "mistral-chat", "multi",
+              None, MULTI),
+    TokenCase("mistral_chat_vllm_gen", "VLLMwithChatTemplate", "mistral-chat", "gen", None,
+              ROUND),
     TokenCase("mistral_first_base_multi", "HuggingFaceBaseModel", "mistral-first", "multi", None,
               MULTI),
 ]
@@ -243,4 +250,18 @@ def vocab_folders(work: Path) -> dict[str, str]:
         (first / "tokenizer_config.json").write_text(json.dumps({**config, "legacy": False}),
                                                      encoding="utf-8")
         out["mistral-first"] = str(first)
+        chat = work / "mistral-chat"  # the published folder with a chat template
+        chat.mkdir(parents=True, exist_ok=True)
+        (chat / "tokenizer.json").write_bytes((mistral / "tokenizer.json").read_bytes())
+        (chat / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+        (chat / "chat_template.jinja").write_text(MISTRAL_TEMPLATE, encoding="utf-8")
+        out["mistral-chat"] = str(chat)
     return out
+
+
+MISTRAL_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
+    "[INST] {{ m['content'] }} [/INST]{% else %}{{ m['content'] }}{{ eos_token }}{% endif %}"
+    "{% endfor %}")
+"""A Mistral-style chat template, written here: the BOS from the template, user turns in
+``[INST]``, each reply closed by the EOS."""
