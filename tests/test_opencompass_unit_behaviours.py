@@ -240,6 +240,14 @@ def test_raw_prompt_template_fills_content(policy: str) -> None:
     assert rpt.generate_item(CITY, policy=policy) == FILLED
     assert rpt.generate_ice_item(CITY, policy=policy) == FILLED
     assert rpt.generate_label_prompt_item(CITY, "shots", "a label", policy=policy) == FILLED
+    shot = [{"role": "user", "content": "Capital of Chad?"},
+            {"role": "assistant", "content": "N'Djamena"}]
+    with_token = RawPromptTemplate(["</E>", *CHAT])
+    assert with_token.generate_item(CITY, ice_field_replace_token=shot, policy=policy) == [
+        *shot, *FILLED]
+    # a PPL prompt never holds the examples (OpenCompass's generate_label_prompt_item is
+    # generate_item(entry))
+    assert with_token.generate_label_prompt_item(CITY, shot, "a label", policy=policy) == FILLED
     assert rpt.messages == CHAT  # the template is never changed
     raw = RawPromptTemplate(CHAT, format_variables=False).generate_item(CITY, policy=policy)
     assert [m["content"] for m in raw] == ["Be terse.", "Capital of {country}?", "{capital}"]
@@ -251,6 +259,46 @@ def test_raw_prompt_template_output_column_masked_in_default_mode_only() -> None
     assert kept == FILLED  # OpenCompass ignores output_field (defect D15)
     masked = rpt.generate_item(CITY, "capital", "<hidden>")
     assert masked == [*FILLED[:2], {"role": "assistant", "content": "<hidden>"}]
+
+
+RAW_PPL = """\
+datasets:
+  - abbr: capitals
+    reader_cfg: {input_columns: [country], output_column: capital}
+    infer_cfg:
+      ice_template:
+        type: RawPromptTemplate
+        messages:
+          - {role: user, content: 'Capital of {country}?'}
+          - {role: assistant, content: '{capital}'}
+      prompt_template:
+        type: RawPromptTemplate
+        messages: ['</E>', {role: user, content: 'Capital of {country}?'}]
+      retriever: {type: FixKRetriever, fix_id_list: [0]}
+      inferencer: {type: PPLInferencer%s}
+    splits:
+      train: [{country: Chad, capital: "N'Djamena"}]
+      test: [{country: Peru, capital: Lima}]
+models:
+  - {abbr: gpt, type: OpenAISDK, path: gpt-4o}
+"""
+
+
+@pytest.mark.parametrize("mode", ["compat", "default"])
+def test_raw_prompt_template_ppl_through_the_cli(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "raw.yaml").write_text(RAW_PPL % ", labels: [Lima, Quito]", encoding="utf-8")
+    proc = run_cli("raw.yaml", "-o", "out", "--mode", mode, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = (tmp_path / "out" / "gpt" / "capitals.jsonl").read_text(encoding="utf-8")
+    records = [json.loads(line) for line in lines.splitlines()]
+    assert [r["label"] for r in records] == ["Lima", "Quito"]
+    for record in records:  # the example is not in a PPL prompt
+        assert record["prompt"] == [{"role": "user", "content": "Capital of Peru?"}]
+    # without labels OpenCompass looks for the template's label dict (AttributeError)
+    (tmp_path / "raw.yaml").write_text(RAW_PPL % "", encoding="utf-8")
+    proc = run_cli("raw.yaml", "-o", "out2", "--mode", mode, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "infer_cfg.prompt_template" in proc.stderr and "labels" in proc.stderr
 
 
 # -- LMTemplateParser / APITemplateParser -----------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from ..data.reader import DatasetRows, ReaderConfig, RowView
 from ..errors import (
+    ConfigError,
     DataError,
     MissingTokenError,
     PromptCompilerError,
@@ -44,6 +45,15 @@ def row_id(rows: Sequence[Any], index: int) -> int:
         return int(rows.positions[index])
     found = rows[index].get("idx", index)
     return found if type(found) is int else index
+
+
+def _raw_labels(which: str) -> ConfigError:
+    """OpenCompass reads PPL labels from a template's ``template`` dict, which a
+    RawPromptTemplate does not have."""
+    return ConfigError(
+        f"PPL labels are read from the {which}'s label dict, and a RawPromptTemplate has none",
+        key_path=f"infer_cfg.{which}", hint="give the inferencer its labels: labels=[...]",
+        reference=("AttributeError", "'RawPromptTemplate' object has no attribute 'template'"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +287,12 @@ class Job:
     def labels(self) -> list[Any]:
         """PPL labels: the template dict's keys, else the data's distinct answers."""
         prompt, ice = self.prompt_template, self.ice_template
+        if isinstance(prompt, RawPromptTemplate):
+            raise _raw_labels("prompt_template")
         if isinstance(prompt, PromptTemplate) and not isinstance(prompt.template, str):
             return prompt.labels
+        if isinstance(ice, RawPromptTemplate) and ice.ice_token is not None:
+            raise _raw_labels("ice_template")
         if (isinstance(ice, PromptTemplate) and ice.ice_token is not None
                 and not isinstance(ice.template, str)):
             return ice.labels

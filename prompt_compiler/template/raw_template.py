@@ -117,7 +117,9 @@ class RawPromptTemplate:
 
     def label_item(self, row: Mapping[str, Any], ice: Ice, label: Any, policy: Policy, *,
                    remain_sep: bool = False) -> list[Any]:
-        return self._messages(row, ice, with_strings=True, policy=policy)
+        """The gen messages without in-context examples and unmasked: OpenCompass's
+        ``generate_label_prompt_item`` is ``generate_item(entry)``, whatever ``ice`` holds."""
+        return self._messages(row, None, with_strings=True, policy=policy)
 
     @property
     def labels(self) -> list[Any]:
@@ -146,6 +148,6 @@ class RawPromptTemplate:
     def generate_label_prompt_item(self, entry: Mapping[str, Any], ice: Ice, label: Any,
                                    remain_sep: bool = False, *,
                                    policy: Policy | str | None = None) -> list[Any]:
-        """OpenCompass's name for :meth:`label_item`: the messages for ``entry`` (the label
-        does not change them)."""
+        """OpenCompass's name for :meth:`label_item`: the messages for ``entry`` (neither the
+        label nor ``ice`` changes them)."""
         return self.label_item(entry, ice, label, Policy.of(policy), remain_sep=remain_sep)
