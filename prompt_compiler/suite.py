@@ -59,6 +59,10 @@ class Suite:
     then one group for the dataset-only and model-only files (see the module docstring);
     ``None`` (or groups naming datasets or models the suite no longer has, after a
     ``dataclasses.replace``) pairs every dataset with every model."""
+    variants: Mapping[tuple[str, str], DatasetConfig] = field(default_factory=dict)
+    """``(dataset abbr, model abbr)`` -> the dataset that pair compiles when it is not the one
+    of :attr:`datasets` of that abbr (OpenCompass's ``model_dataset_combinations`` may give
+    each model its own copy of a dataset, e.g. with its own tokenizer)."""
 
     def pairs(self, only: Globs = (), models: Globs = ()) -> list[Pair]:
         """The pairs to compile, in a stable order, each once.
@@ -90,7 +94,7 @@ class Suite:
                             models and not any(fnmatch.fnmatchcase(m_abbr, g) for g in models)):
                         continue
                     seen.add((d_abbr, m_abbr))
-                    d = by_ds[d_abbr]
+                    d = self.variants.get((d_abbr, m_abbr)) or by_ds[d_abbr]
                     out.append(Pair(d, by_model[m_abbr],
                                     {**options.get(d.config_path + d.key_path, {}),
                                      **self.options}))
@@ -203,7 +207,9 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
     free_ds: list[DatasetConfig] = []
     free_models: list[ModelConfig] = []
     for cfg in configs:
-        if cfg.datasets and cfg.models:
+        if cfg.combinations:  # OpenCompass's model_dataset_combinations: only these pairs
+            groups += [(ds, tuple(override) or ms) for ds, ms in cfg.combinations]
+        elif cfg.datasets and cfg.models:
             groups.append((cfg.datasets, tuple(override) or cfg.models))
         else:
             free_ds += cfg.datasets
@@ -214,13 +220,52 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
         ms = tuple(free_models) or tuple(m for g in groups for m in g[1])
         groups.append((ds, ms))
     # A config reached twice (directly and through a suite's read_base()) counts once;
-    # two different configs under one name are an error.
-    datasets = _unique([d for g in groups for d in g[0]] or
-                       [d for c in configs for d in c.datasets], "datasets")
+    # two different configs under one name are an error, unless no model meets both (as
+    # OpenCompass writes <model>/<dataset abbr>, such datasets never share a file).
     chosen = _unique([m for g in groups for m in g[1]], "models")
+    if groups:
+        datasets, variants = _datasets_of(groups)
+    else:
+        datasets, variants = _unique([d for c in configs for d in c.datasets], "datasets"), {}
     return Suite(tuple(configs), datasets, chosen, tuple(str(p) for p in paths),
                  groups=tuple((tuple(dict.fromkeys(d.abbr for d in ds)),
-                               tuple(dict.fromkeys(m.abbr for m in ms))) for ds, ms in groups))
+                               tuple(dict.fromkeys(m.abbr for m in ms))) for ds, ms in groups),
+                 variants=variants)
+
+
+def _datasets_of(groups: Sequence[tuple[Sequence[DatasetConfig], Sequence[ModelConfig]]]
+                 ) -> tuple[tuple[DatasetConfig, ...], dict[tuple[str, str], DatasetConfig]]:
+    """The suite's datasets (the first of each abbr) and, per (dataset abbr, model abbr)
+    pair, a different dataset of the same abbr that pair takes instead.
+
+    Raises:
+        ConfigError: One pair meets two different datasets of one abbr (OpenCompass would
+            write both to the same predictions file).
+    """
+    first: dict[str, DatasetConfig] = {}
+    taken: dict[tuple[str, str], DatasetConfig] = {}
+    variants: dict[tuple[str, str], DatasetConfig] = {}
+    for ds, ms in groups:
+        for d in ds:
+            head = first.setdefault(d.abbr, d)
+            for m in ms:
+                key = (d.abbr, m.abbr)
+                before = taken.setdefault(key, d)
+                if _body(before.spec) != _body(d.spec):
+                    raise ConfigError(
+                        f"two different datasets are both named {d.abbr!r} for model "
+                        f"{m.abbr!r} (the other is in {before.config_path} at "
+                        f"{before.key_path}): OpenCompass writes both to the one "
+                        f"predictions file {m.abbr}/{d.abbr}.json, so one of them is lost",
+                        config_path=d.config_path, key_path=d.key_path,
+                        hint="give one of them another abbr")
+                if _body(head.spec) != _body(d.spec):
+                    variants[key] = d
+    return tuple(first.values()), variants
+
+
+def _body(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k != "source"}
 
 
 def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:

@@ -354,3 +354,53 @@ models[0]['max_out_len'] = 16
     (suite / "data" / "qa_b.jsonl").write_text('{"question": "3+3?", "answer": "6"}\n')
     assert _compile(suite) == {"api/qa_a": [[{"role": "user", "content": "a: 2+2?"}]],
                                "api/qa_b": [[{"role": "user", "content": "b: 3+3?"}]]}
+
+
+# -- model_dataset_combinations -----------------------------------------------------------
+
+def test_model_dataset_combinations_pick_the_pairs(tmp_path: Path) -> None:
+    # OpenCompass 0.5.4's partitioners (partitioners/base.py) pair each entry's models with
+    # that entry's datasets only; `models`/`datasets` just list them. As in its eval_ruler.py,
+    # each model may get its own copy of a dataset under the same abbr.
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+short = qa_datasets[0].deepcopy()
+short['infer_cfg']['prompt_template']['template']['round'][0]['prompt'] = 'Short: {{question}}'
+base = dict(type=OpenAISDK, path='gpt-4o', meta_template={API_META})
+models = [dict(base, abbr='m-long'), dict(base, abbr='m-short'), dict(base, abbr='m-none')]
+model_dataset_combinations = [
+    dict(models=[models[0]], datasets=qa_datasets),
+    dict(models=[models[1]], datasets=[short]),
+]
+datasets = [*qa_datasets]
+""")
+    for mode in ("default", "compat"):
+        assert _compile(suite, mode=mode) == {
+            "m-long/qa": [[{"role": "user", "content": "Q: 2+2?"}]],
+            "m-short/qa": [[{"role": "user", "content": "Short: 2+2?"}]],
+        }
+
+
+def test_two_datasets_of_one_abbr_for_one_model_are_an_error(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+other = qa_datasets[0].deepcopy()
+other['reader_cfg']['test_range'] = '[0:1]'
+datasets = [*qa_datasets, other]
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
+""")
+    assert _error(suite) == (
+        "compile-prompts: error: eval_x.py: at datasets[1]: two different datasets are both "
+        "named 'qa' for model 'api' (the other is in eval_x.py at datasets[0]): OpenCompass "
+        "writes both to the one predictions file api/qa.json, so one of them is lost (hint: "
+        "give one of them another abbr)\n")

@@ -147,7 +147,8 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
     )
     models = tuple(_model(entry, display, key, defer)
                    for key, entry in collect_entries(top, "models", display))
-    if not datasets and not models:
+    combinations = _combinations(top, display, defer)
+    if not datasets and not models and not combinations:
         if not named:
             return None
         raise ConfigError(
@@ -156,8 +157,48 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
             hint="define a top-level `datasets` / `models` list, or `*_datasets` / `*_models` "
             "variables",
         )
+    if combinations:  # `datasets`/`models` may be left out: the entries' own then
+        datasets = datasets or _distinct(d for ds, _ in combinations for d in ds)
+        models = models or _distinct(m for _, ms in combinations for m in ms)
     return SuiteConfig(path=file, datasets=datasets, models=models,
-                       opencompass_root=root if suffix == ".py" else None)
+                       opencompass_root=root if suffix == ".py" else None,
+                       combinations=combinations)
+
+
+COMBINATIONS = "model_dataset_combinations"
+
+
+def _distinct(items: Any) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _combinations(top: dict[str, Any], display: str, defer: bool
+                  ) -> tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...]:
+    """OpenCompass's ``model_dataset_combinations = [dict(models=[...], datasets=[...]), ...]``:
+    its partitioners pair each entry's models with that entry's datasets, and only those."""
+    value = top.get(COMBINATIONS)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError(f"expected a list of dict(models=[...], datasets=[...]), got "
+                          f"{type(value).__name__}", config_path=display, key_path=COMBINATIONS)
+    out = []
+    for i, comb in enumerate(value):
+        where = f"{COMBINATIONS}[{i}]"
+        if not isinstance(comb, dict) or not isinstance(comb.get("models"), list) or \
+                not isinstance(comb.get("datasets"), list):
+            raise ConfigError("expected dict(models=[...], datasets=[...]) (OpenCompass reads "
+                              "both lists)", config_path=display, key_path=where)
+        datasets = tuple(normalize_dataset(entry, display, f"{where}.datasets[{j}]")
+                         for j, entry in enumerate(comb["datasets"]))
+        models = tuple(_model(entry, display, f"{where}.models[{j}]", defer)
+                       for j, entry in enumerate(comb["models"]))
+        out.append((datasets, models))
+    return tuple(out)
 
 
 def _model(entry: Any, display: str, key: str, defer: bool) -> ModelConfig:

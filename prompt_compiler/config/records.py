@@ -100,3 +100,6 @@ class SuiteConfig:
     opencompass_root: Path | None = None
     """The folder ``opencompass`` stood for while a Python config loaded (the parent of the
     configs folder ``opencompass.configs`` resolved to); None when none was found."""
+    combinations: tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...] = ()
+    """OpenCompass's ``model_dataset_combinations``: ``(datasets, models)`` per entry; when
+    set, these pairs are the ones compiled (``datasets``/``models`` then only name them)."""
