@@ -97,7 +97,7 @@ def test_compat_ids_are_opencompass_ids(compiled: dict[str, Any], case: cases.To
         pytest.skip(f"vocabulary {case.vocab!r} not present (see tests/token_ids_cases.py)")
     rec, expected = compiled["compat"][case.name], EXPECTED[case.name]
     assert rec["input_ids"] == expected["input_ids"]
-    if "transformers_ids" in expected:
+    if "transformers_ids" in expected and case.cls != "TurboMindModelwithChatTemplate":
         assert rec["input_ids"] == expected["transformers_ids"]
     if case.kind == "ll":
         assert rec["mask_length"] == expected["mask_length"]  # D22: the continuation's count

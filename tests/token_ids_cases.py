@@ -121,6 +121,14 @@ CASES += [
               None, MULTI),
     TokenCase("mistral_chat_vllm_gen", "VLLMwithChatTemplate", "mistral-chat", "gen", None,
               ROUND),
+    # TurboMindModelwithChatTemplate: the template's text less a leading bos_token, encoded by
+    # lmdeploy with the tokenizer's special tokens
+    TokenCase("llama3_chat_turbomind_gen", "TurboMindModelwithChatTemplate", "llama3-chat", "gen",
+              None, ROUND),
+    TokenCase("qwen_chat_turbomind_multi", "TurboMindModelwithChatTemplate", "qwen", "multi",
+              None, MULTI),
+    TokenCase("mistral_chat_turbomind_gen", "TurboMindModelwithChatTemplate", "mistral-chat",
+              "gen", None, ROUND),
     TokenCase("mistral_first_base_multi", "HuggingFaceBaseModel", "mistral-first", "multi", None,
               MULTI),
 ]

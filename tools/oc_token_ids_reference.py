@@ -12,7 +12,12 @@ with ``tokenizer_only=True`` (the real tokenizer, no weights) and gives it a sta
   run as they are; the stand-in records ``input_ids`` (and ``get_ppl``'s ``mask_length``);
 * ``VLLMwithChatTemplate`` (also built with ``tokenizer_only=True``): ``generate`` runs as
   it is; a stand-in for ``vllm.LLM`` records the ``prompt_token_ids`` it is handed (``vllm``
-  itself is not installed: a stand-in ``SamplingParams`` keeps its arguments).
+  itself is not installed: a stand-in ``SamplingParams`` keeps its arguments);
+* ``TurboMindModelwithChatTemplate`` (``tokenizer_only=True``): ``generate`` runs as it is
+  (it strips a leading ``bos_token`` from the chat template's text); a stand-in for lmdeploy's
+  pipeline encodes each text as lmdeploy's ``HuggingFaceTokenizer.encode`` does, with the
+  tokenizer's special tokens (``lmdeploy`` is not installed: a stand-in module gives its
+  ``version_info`` and ``GenerationConfig``).
 
 transformers 5 has no ``batch_encode_plus`` (OpenCompass 0.5.4 calls it): the tool adds it
 as transformers 4 defined it, ``tokenizer(texts, **kwargs)``.
@@ -50,6 +55,40 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import token_ids_cases as cases  # noqa: E402
+
+
+def fake_lmdeploy() -> None:
+    """An ``lmdeploy`` module for ``TurboMindModelwithChatTemplate(tokenizer_only=True)``: its
+    ``version_info`` and a ``GenerationConfig`` that keeps its arguments (no engine)."""
+    module = types.ModuleType("lmdeploy")
+
+    class GenerationConfig(dict):  # type: ignore[type-arg]
+        max_new_tokens = min_new_tokens = stop_words = do_sample = top_k = None
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+
+    module.GenerationConfig = GenerationConfig  # type: ignore[attr-defined]
+    module.version_info = (0, 7, 0)  # type: ignore[attr-defined]
+    sys.modules["lmdeploy"] = module
+
+
+class PipeStandIn:
+    """Stands in for lmdeploy's pipeline (``do_preprocess=False``): encodes each prompt text as
+    lmdeploy's ``HuggingFaceTokenizer.encode(text, add_bos=True)`` does -- the Hugging Face
+    tokenizer's ``encode(text)``, its special tokens added -- and records those ids."""
+
+    def __init__(self, tokenizer: Any, calls: list[dict[str, Any]]) -> None:
+        self.tokenizer, self.calls = tokenizer, calls
+
+    def __call__(self, prompts: list[str], **kwargs: Any) -> Any:
+        out = []
+        for text in prompts:
+            ids = list(self.tokenizer.encode(text))
+            self.calls.append({"input_ids": ids, "text": text})
+            out.append(types.SimpleNamespace(text="", input_token_len=len(ids),
+                                             generate_token_len=0))
+        return out
 
 
 def fake_vllm() -> None:
@@ -109,11 +148,13 @@ def build(case: cases.TokenCase, folder: str, calls: list[dict[str, Any]]) -> An
     cls = getattr(models, case.cls)
     kwargs: dict[str, Any] = {"path": folder, "meta_template": case.meta_template,
                               "max_seq_len": 2048, "pad_token_id": 0}
-    if case.cls == "VLLMwithChatTemplate":
-        kwargs.pop("pad_token_id")  # it takes no pad_token_id
+    if case.cls in ("VLLMwithChatTemplate", "TurboMindModelwithChatTemplate"):
+        kwargs.pop("pad_token_id")  # they take no pad_token_id
     model = cls(tokenizer_only=True, **kwargs)
     shim_batch_encode(model.tokenizer)
     model.model = StandIn(calls)
+    if case.cls == "TurboMindModelwithChatTemplate":
+        model.pipe = PipeStandIn(model.tokenizer, calls)
     if not hasattr(model, "generation_kwargs"):
         model.generation_kwargs = {}
     return model
@@ -181,6 +222,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=cases.EXPECTED)
     args = parser.parse_args()
     fake_vllm()
+    fake_lmdeploy()
     with tempfile.TemporaryDirectory() as tmp:
         folders = cases.vocab_folders(Path(tmp))
         result = {case.name: run_case(case, folders[case.vocab]) for case in cases.CASES

@@ -12,7 +12,10 @@ else the tokenizer folder's).
   wrote is then doubled (defect D21);
 * ``hf_chat`` models (HuggingFacewithChatTemplate, VLLMwithChatTemplate): the template's
   text encoded without special tokens (``add_special_tokens=False``): a BOS comes only from
-  the template, so a template that writes none drops the tokenizer's (defect D28).
+  the template, so a template that writes none drops the tokenizer's (defect D28);
+  TurboMindModelwithChatTemplate: the template's text less a leading ``bos_token``, encoded by
+  lmdeploy with the tokenizer's special tokens, so a tokenizer whose post-processor adds no
+  BOS (Llama 3 with a named ``bos_token``) loses the template's (D21).
 
 **Default mode** (D21): exactly one BOS where the model has one (the token the post-processor puts
 first, else the tokenizer's named ``bos_token``), never two and never a stray one: the text
@@ -39,7 +42,10 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RenderError
 
-__all__ = ["IdsJson", "RecordIds", "check_tokenize", "prompt_ids"]
+__all__ = ["IdsJson", "RecordIds", "TURBOMIND_CHAT", "check_tokenize", "prompt_ids"]
+
+TURBOMIND_CHAT = "TurboMindModelwithChatTemplate"
+"""The OpenCompass chat class whose ids lmdeploy encodes (compat mode: see :func:`prompt_ids`)."""
 
 
 def check_tokenize(renderer: str, counter: Any, *, where: str, model: str) -> None:
@@ -72,6 +78,13 @@ def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
     tokenizer = model.count_tokens
     if not policy.fixes("D21"):
         if model.renderer == "hf_chat":
+            if getattr(model, "model_class", None) == TURBOMIND_CHAT:
+                # OpenCompass strips the template's leading bos_token; lmdeploy then encodes
+                # the text with the tokenizer's special tokens (HuggingFaceTokenizer.encode)
+                bos = tokenizer.special.get("bos_token")
+                if bos and text.startswith(bos):
+                    text = text[len(bos):]
+                return list(tokenizer.full_ids(text))
             return list(tokenizer.body_ids(text))
         return list(tokenizer.full_ids(text))
     body = list(tokenizer.body_ids(text))
