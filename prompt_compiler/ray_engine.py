@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -265,41 +266,55 @@ def _whole_pair(cwd: str, pair: Any, settings: CompileSettings, target: tuple[st
 def _compile_blocks(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
                     shots: Any, target: tuple[str, str], shown: str) -> dict[str, list[Any]]:
     """The ``map_batches`` function of a large pair's Ray Data pipeline: row blocks
-    ``{"block", "start", "stop", "ids"}`` in, ``{"block", "part", "data", "count", "over"}``
-    out (``part``: the file a block was written to in the run's staging folder, when that
-    folder is on this node; else ``data``: its lines). Each worker process builds the pair's
-    job once (configs read, rows file indexed) and takes the shots from the object store
-    once, and reuses them for every block it is given."""
+    ``{"block", "start", "stop", "ids"}`` in, ``{"block", "part", "data", "count", "over",
+    "error"}`` out (``part``: the file a block was written to in the run's staging folder,
+    when that folder is on this node; else ``data``: its lines; ``error``: the block's error,
+    pickled, raised by the driver when the block's turn comes, so that a run fails on the
+    first bad row in file order, as locally). Each worker process builds the pair's job once
+    (configs read, rows file indexed) and takes the shots from the object store once, and
+    reuses them for every block it is given."""
+    out: dict[str, list[Any]] = {"block": [], "part": [], "data": [], "count": [], "over": [],
+                                 "error": []}
+    for k, start, stop, ids in zip(batch["block"], batch["start"], batch["stop"],
+                                   batch["ids"], strict=True):
+        part, data, counts, error = "", b"", Counts(), b""
+        try:
+            part, data = _compile_block(int(k), range(int(start), int(stop)), ids, cwd, pair,
+                                        settings, shots, target, shown, counts)
+        except PromptCompilerError as err:
+            error = pickle.dumps(err)
+        for key, value in (("block", int(k)), ("part", part), ("data", data),
+                           ("count", counts.count), ("over", counts.over_limit),
+                           ("error", error)):
+            out[key].append(value)
+    return out
+
+
+def _compile_block(k: int, rows: range, ids: bytes, cwd: str, pair: Any,
+                   settings: CompileSettings, shots: Any, target: tuple[str, str], shown: str,
+                   counts: Counts) -> tuple[str, bytes]:
+    """One row block: (the part file it was written to, "") or ("", its lines)."""
     import orjson
 
     from .emit.names import on_disk
 
     _chdir(cwd)
     job, kind, params, _ = _worker_job(pair, settings)
-    shots = _from_store(shots)
-    out: dict[str, list[Any]] = {"block": [], "part": [], "data": [], "count": [], "over": []}
-    for k, start, stop, ids in zip(batch["block"], batch["start"], batch["stop"],
-                                   batch["ids"], strict=True):
-        rows = range(int(start), int(stop))
-        if ids:
-            retrieved: Sequence[Any] = Offset(orjson.loads(ids), rows.start)
-        else:
-            try:
-                test = job.rows.test
-                mine = [test[i] for i in rows] if shots.kind not in (
-                    "FixKRetriever", "ZeroRetriever") else []
-                retrieved = shots.ids(job, mine, rows.start, len(test))
-            except PromptCompilerError as err:
-                raise locate(pair, err) from None
-        counts = Counts()
-        rel = on_disk(f"{target[1]}.part{int(k)}")
-        data, _ = _emit(range_lines(pair, PreparedJob(job, kind, params, retrieved), rows,
-                                    counts), (target[0], rel), shown, digest=False)
-        for key, value in (("block", int(k)), ("part", rel if data is None else ""),
-                           ("data", data or b""), ("count", counts.count),
-                           ("over", counts.over_limit)):
-            out[key].append(value)
-    return out
+    if ids:
+        retrieved: Sequence[Any] = Offset(orjson.loads(ids), rows.start)
+    else:
+        shots = _from_store(shots)
+        try:
+            test = job.rows.test
+            mine = [test[i] for i in rows] if shots.kind not in (
+                "FixKRetriever", "ZeroRetriever") else []
+            retrieved = shots.ids(job, mine, rows.start, len(test))
+        except PromptCompilerError as err:
+            raise locate(pair, err) from None
+    rel = on_disk(f"{target[1]}.part{k}")
+    data, _ = _emit(range_lines(pair, PreparedJob(job, kind, params, retrieved), rows, counts),
+                    (target[0], rel), shown, digest=False)
+    return (rel, b"") if data is None else ("", data)
 
 
 _STORED: dict[Any, Any] = {}
@@ -444,13 +459,15 @@ def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: 
             done = 0
             for batch in compiled.iter_batches(batch_size=None, batch_format="numpy",
                                                prefetch_batches=0):
-                for k, part, data, n, over in zip(batch["block"], batch["part"],
-                                                  batch["data"], batch["count"],
-                                                  batch["over"], strict=True):
+                for k, part, data, n, over, error in zip(
+                        batch["block"], batch["part"], batch["data"], batch["count"],
+                        batch["over"], batch["error"], strict=True):
                     if int(k) != done:  # Ray Data keeps the order (preserve_order)
                         raise PromptCompilerError(
                             f"internal error: row block {int(k)} arrived where block {done} "
                             f"was expected ({shown})")
+                    if error:
+                        raise pickle.loads(bytes(error))
                     done += 1
                     counts.count += int(n)
                     counts.over_limit += int(over)
