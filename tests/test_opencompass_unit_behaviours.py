@@ -555,3 +555,70 @@ def test_every_api_model_class_of_opencompass_is_known(tmp_path: Path, model_cla
     assert proc.returncode == 0, proc.stderr
     record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
     assert record["prompt"] == prompt
+
+
+# -- an API meta template given as messages ---------------------------------------------
+
+LIST_META = """\
+datasets:
+  - abbr: capitals
+    reader_cfg: {input_columns: [country], output_column: capital}
+    infer_cfg:
+      ice_template:
+        type: RawPromptTemplate
+        messages:
+          - {role: user, content: 'Capital of {country}?'}
+          - {role: assistant, content: '{capital}'}
+      prompt_template:
+        type: RawPromptTemplate
+        messages: ['</E>', {role: user, content: 'Capital of {country}?'}]
+      retriever: {type: FixKRetriever, fix_id_list: [0]}
+      inferencer: {type: GenInferencer}
+    splits:
+      train: [{country: Chad, capital: "N'Djamena"}]
+      test: [{country: Peru, capital: Lima}]
+models:
+  - abbr: gpt
+    type: OpenAISDK
+    path: gpt-4o
+    meta_template: [{role: system, content: 'Be brief. '}, {role: user, content: 'Q: '}]
+"""
+
+
+def test_api_meta_template_of_messages_merges_into_message_prompts() -> None:
+    # A meta message whose role is the next prompt message's is prefixed to it; one whose
+    # role does not come later is inserted; the rest follow.
+    parser = APITemplateParser([{"role": "system", "content": "Be brief. "},
+                                {"role": "user", "content": "Q: "}])
+    prompt = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+              {"role": "user", "content": "c"}]
+    assert parser.parse_template(prompt, "gen") == [
+        {"role": "system", "content": "Be brief. "}, {"role": "user", "content": "Q: a"},
+        {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    assert parser.parse_template("as is", "gen") == "as is"
+    with pytest.raises(pc.RenderError):  # role items need a meta template dict
+        parser.parse_template(PromptList([RB, {"role": "HUMAN", "prompt": "x"}, RE]), "gen")
+    with pytest.raises(pc.MetaTemplateError):
+        LMTemplateParser([{"role": "system", "content": "x"}])
+    with pytest.raises(pc.MetaTemplateError):
+        APITemplateParser([{"role": "HUMAN", "content": "x"}])
+
+
+@pytest.mark.parametrize("mode", ["compat", "default"])
+def test_api_meta_template_of_messages_through_the_cli(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "list.yaml").write_text(LIST_META, encoding="utf-8")
+    proc = run_cli("list.yaml", "-o", "out", "--mode", mode, "--spans", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "gpt" / "capitals.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == [
+        {"role": "system", "content": "Be brief. "},
+        {"role": "user", "content": "Q: Capital of Chad?"},
+        {"role": "assistant", "content": "N'Djamena"},
+        {"role": "user", "content": "Capital of Peru?"}]
+    proc = run_cli("lint", "list.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "lm.yaml").write_text(LIST_META.replace("type: OpenAISDK", "type: VLLM"),
+                                      encoding="utf-8")
+    proc = run_cli("lm.yaml", "-o", "out2", "--mode", mode, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "models[0].meta_template" in proc.stderr and "of an lm model" in proc.stderr

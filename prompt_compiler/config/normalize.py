@@ -296,10 +296,18 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         meta = template.meta_template
         if renderer is None:
             renderer = _check_renderer(template.renderer, meta_path, where)
-    elif meta is not None and not isinstance(meta, dict):
+    elif meta is not None and not isinstance(meta, (dict, list)):
         raise ConfigError(
-            f"'meta_template' must be a dict, a template name or None, got {_type_name(meta)}",
+            f"'meta_template' must be a dict, a list of messages (API models), a template name "
+            f"or None, got {_type_name(meta)}",
             key_path=meta_path,
+            **where,
+        )
+    if isinstance(meta, list) and meta and renderer == "lm":
+        raise ConfigError(
+            "'meta_template' of an lm model must be a dict, a template name or None (a list "
+            "of messages is a meta template of API models), got list",
+            key_path=meta_path, reference=("AssertionError", "round is required in meta template"),
             **where,
         )
     if renderer is None:

@@ -173,7 +173,9 @@ def _tagged_job(job: Job, kind: str, tags: Tags) -> Job:
 
     model = job.model
     meta = None
-    if model.meta is not None:
+    if model.meta is not None and model.meta.messages is not None:
+        meta = model.meta  # API messages merged into the prompt's: their text is not traced
+    elif model.meta is not None:
         meta = MetaTemplate.parse(_tag_meta(dict(model.meta.raw), tags),
                                   where="meta_template", lm=model.renderer == "lm")
     changes: dict[str, Any] = {"meta": meta, "max_seq_len": None}

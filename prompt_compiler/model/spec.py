@@ -187,7 +187,8 @@ class Model:
         system_role = check_system_role(cfg.get("system_role"), where=f"{where}.system_role",
                                         model=str(abbr))
         effective = raw or (DEFAULT_CHAT_META if renderer == "hf_chat" else None)
-        if system_role == "native":
+        if system_role == "native" and not isinstance(effective, list):
+            # (a meta template of API messages sends a system message as it is)
             effective = native_meta(effective, renderer, model=str(abbr),
                                     where=f"{where}.system_role")
         try:

@@ -40,7 +40,12 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _meta_strings(meta: Mapping[str, Any]) -> Iterator[str]:
+def _meta_strings(meta: Any) -> Iterator[str]:
+    if not isinstance(meta, Mapping):  # an API meta template of messages: their contents
+        for item in meta:
+            if isinstance(item, Mapping):
+                yield from _strings(item.get("content"))
+        return
     for key in ("begin", "end"):
         yield from _strings(meta.get(key))
     for key in ("round", "reserved_roles"):

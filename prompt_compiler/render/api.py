@@ -23,6 +23,7 @@ from .meta import (
     RoleText,
     Text,
     lookup,
+    merge_meta_messages,
     merge_roles,
     split_rounds,
     walk,
@@ -94,9 +95,31 @@ def _round(meta_round: Sequence[Any], table: Mapping[str, Any], for_gen: bool
     return out, True
 
 
+def _messages_meta_with_prompt_list(prompt: PromptList) -> RenderError:
+    """OpenCompass's APITemplateParser, with a meta template of messages, fails on the first
+    role item of a PromptList: in a begin/end section it looks for the role table (which
+    only a dict meta template builds), at the end of a round for the meta ``round``."""
+    reference = ("IndexError", "list index out of range")  # no role item: nothing rendered
+    for event in walk(prompt):
+        if isinstance(event, RoleText):
+            reference = ("AttributeError", "'APITemplateParser' object has no attribute 'roles'")
+            break
+        if isinstance(event, Dialogue):
+            reference = ("TypeError", "list indices must be integers or slices, not str")
+            break
+    return RenderError(
+        "a meta template given as a list of messages merges into message prompts "
+        "(RawPromptTemplate) only; this prompt is a PromptList of role items",
+        key_path="meta_template",
+        hint="give the model a meta template dict (round with api_role), or build the dataset's "
+             "prompts with RawPromptTemplate", reference=reference)
+
+
 def render_api(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy) -> Any:
     """Render for an API model (see the module docstring)."""
     if is_message_list(prompt):
+        if meta is not None and meta.messages is not None:
+            return merge_meta_messages(meta.messages, prompt)
         return copy.deepcopy(prompt)
     if isinstance(prompt, str):
         return prompt
@@ -104,6 +127,8 @@ def render_api(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy
         return [render_api(p, meta, mode, policy) for p in prompt]
     if meta is None:
         return join_plain(prompt)
+    if meta.messages is not None:
+        raise _messages_meta_with_prompt_list(prompt)
     parts: list[Any] = []
     generate = True
     for event in walk(prompt):

@@ -58,7 +58,8 @@ def to_chat_messages(rendered: Any, *, pass_openai: bool = False) -> list[dict[s
                 f"api role {item['role']!r} has no chat equivalent; expected HUMAN, BOT or SYSTEM",
                 reference=("KeyError", repr(item["role"])))
         if messages and messages[-1]["role"] == role:
-            messages[-1] = {"role": role, "content": messages[-1]["content"] + "\n" + item["prompt"]}
+            joined = messages[-1]["content"] + "\n" + item["prompt"]
+            messages[-1] = {"role": role, "content": joined}
         else:
             messages.append({"role": role, "content": item["prompt"]})
     return messages
@@ -66,6 +67,13 @@ def to_chat_messages(rendered: Any, *, pass_openai: bool = False) -> list[dict[s
 
 def _chat_roles(meta: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
     roles: dict[str, dict[str, Any]] = {}
+    if meta and not isinstance(meta, Mapping):
+        raise MetaTemplateError(
+            "ChatInferencer builds its chats from a meta template dict (round, "
+            "reserved_roles); a meta template given as a list of messages has none",
+            key_path="meta_template",
+            reference=("AttributeError", f"'{type(meta).__name__}' object has no attribute "
+                       "'get'"))
     if meta:
         for key in ("round", "reserved_roles"):
             for item in meta.get(key, []) or []:
@@ -83,7 +91,8 @@ def chat_to_lm(chat: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None
     out = []
     for message in chat:
         cfg = roles.get(message["role"], {})
-        out.append((cfg.get("begin") or "") + (message.get("content") or "") + (cfg.get("end") or ""))
+        out.append((cfg.get("begin") or "") + (message.get("content") or "")
+                   + (cfg.get("end") or ""))
     if "assistant" not in roles:
         raise MetaTemplateError(
             "the meta template has no BOT role, so a chat cannot end with the model's turn",

@@ -9,6 +9,7 @@ as sections (the one place that does so) and yields what a renderer must emit;
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 from ..errors import MetaTemplateError, SectionError, TemplateError, UnknownRoleError
 from ..promptlist import SECTION_NAMES, Marker, PromptList, RoleItem
 
-__all__ = ["Dialogue", "MetaTemplate", "RoleText", "Text", "merge_roles", "split_rounds", "walk"]
+__all__ = ["Dialogue", "MetaTemplate", "RoleText", "Text", "merge_meta_messages", "merge_roles",
+           "split_rounds", "walk"]
 
 RoleTable = dict[str, dict[str, Any]]
 
@@ -30,21 +32,28 @@ class MetaTemplate:
         roles: Role name -> role config, from ``round`` then ``reserved_roles``.
         begin: Text put before everything (``''`` when absent).
         end: Text put after everything unless generation stopped first.
-        raw: The original dict.
+        raw: The original dict (or list, for ``messages``).
+        messages: An API model's meta template given as OpenAI messages (``[{"role":
+            "system", "content": ...}]``), merged into message prompts (RawPromptTemplate,
+            :func:`merge_meta_messages`); ``round`` and ``roles`` are then empty.
     """
 
     round: tuple[str | Mapping[str, Any], ...]
     roles: Mapping[str, Mapping[str, Any]]
     begin: Any
     end: Any
-    raw: Mapping[str, Any]
+    raw: Any
+    messages: tuple[Mapping[str, Any], ...] | None = None
 
     @classmethod
-    def parse(cls, meta: Mapping[str, Any] | None, *, where: str = "meta_template",
+    def parse(cls, meta: Mapping[str, Any] | Sequence[Any] | None, *,
+              where: str = "meta_template",
               lm: bool = True) -> MetaTemplate | None:
         """Validate ``meta`` (``None``/empty -> no meta template)."""
         if not meta:
             return None
+        if isinstance(meta, (list, tuple)):
+            return cls._parse_messages(meta, where=where, lm=lm)
         if not isinstance(meta, Mapping):
             raise MetaTemplateError(f"a meta template must be a dict, got {type(meta).__name__}",
                                     key_path=where)
@@ -95,11 +104,60 @@ class MetaTemplate:
                                f"\"{type(meta[k]).__name__}\") to str"))
         return cls(tuple(meta["round"]), roles, meta.get("begin"), meta.get("end"), meta)
 
+    @classmethod
+    def _parse_messages(cls, meta: Sequence[Any], *, where: str, lm: bool) -> MetaTemplate:
+        """OpenCompass's APITemplateParser takes a list of ``system``/``user``/``assistant``
+        messages as its meta template; its LMTemplateParser does not."""
+        if lm:
+            raise MetaTemplateError(
+                "an LM model's meta template is a dict with a 'round' list; a list of "
+                "messages is a meta template of API models", key_path=where,
+                reference=("AssertionError", "round is required in meta template"))
+        for i, item in enumerate(meta):
+            if not (isinstance(item, Mapping) and item.get("role") in _MESSAGE_ROLES):
+                raise MetaTemplateError(
+                    f"a meta template given as a list holds messages with a role 'system', "
+                    f"'user' or 'assistant', got {item!r:.80}", key_path=f"{where}[{i}]",
+                    reference=("AssertionError", f"meta_template is {list(meta)}, not a list "
+                               "of dicts"))
+            if not isinstance(item.get("content"), str):
+                raise MetaTemplateError(
+                    f"a meta template message needs a str 'content', got {item!r:.80}",
+                    key_path=f"{where}[{i}].content", reference=("KeyError", "'content'"))
+        return cls((), {}, None, None, list(meta), tuple(dict(item) for item in meta))
+
     def role_names(self) -> str:
         return ", ".join(self.roles) or "none"
 
     def round_roles(self) -> dict[str, int]:
         return {r["role"]: i for i, r in enumerate(self.round) if not isinstance(r, str)}
+
+
+_MESSAGE_ROLES = ("system", "user", "assistant")
+
+
+def merge_meta_messages(meta: Sequence[Mapping[str, Any]], prompt: Sequence[Any]) -> list[Any]:
+    """A message prompt with an API meta template of messages merged in, as OpenCompass's
+    APITemplateParser merges them: walking both in order, a meta message whose role is the
+    prompt's next message's role is prefixed to its content; one whose role does not occur
+    in the rest of the prompt is inserted there; what is left of either comes last."""
+    out: list[Any] = []
+    m = p = 0
+    while m < len(meta):
+        if p < len(prompt) and meta[m]["role"] == prompt[p]["role"]:
+            merged = copy.deepcopy(dict(prompt[p]))
+            merged["content"] = meta[m]["content"] + merged["content"]
+            out.append(merged)
+            m += 1
+            p += 1
+        elif p < len(prompt) and any(q["role"] == meta[m]["role"] for q in prompt[p:]):
+            out.append(copy.deepcopy(prompt[p]))
+            p += 1
+        else:
+            out.append(copy.deepcopy(dict(meta[m])))
+            m += 1
+    out.extend(copy.deepcopy(q) for q in prompt[p:])
+    return out
 
 
 _TEXT_FIELDS = ("begin", "end", "api_role")  # when present: str (None is no text either)
