@@ -622,3 +622,14 @@ def test_api_meta_template_of_messages_through_the_cli(tmp_path: Path, mode: str
     proc = run_cli("lm.yaml", "-o", "out2", "--mode", mode, cwd=tmp_path)
     assert proc.returncode == 1
     assert "models[0].meta_template" in proc.stderr and "of an lm model" in proc.stderr
+
+
+def test_prompt_template_construction_errors_are_opencompass_exception_types() -> None:
+    with pytest.raises(TypeError):
+        PromptTemplate("{q}", ice_token=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        PromptTemplate({"A": 3})
+    with pytest.raises(LookupError):
+        PromptTemplate("no token here", ice_token="</E>")
+    with pytest.raises(pc.TemplateError):
+        PromptTemplate("{q}", sep_token=1.5)  # type: ignore[arg-type]

@@ -21,7 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, LabelError, MissingTokenError, TemplateError
+from ..errors import (
+    ConfigError,
+    LabelError,
+    MissingTokenError,
+    TemplateError,
+    TemplateTypeError,
+)
 from ..policy import Policy
 from ..promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
 from .fill import Pattern, RowValues
@@ -117,7 +123,7 @@ class PromptTemplate:
             )
         for name, tok in (("ice_token", ice_token), ("sep_token", sep_token)):
             if tok is not None and not isinstance(tok, str):
-                raise TemplateError(
+                raise TemplateTypeError(
                     f"{name} must be a str or None, got {type(tok).__name__}",
                     key_path=f"{where}.{name}", reference=("TypeError", ""),
                 )
@@ -181,7 +187,7 @@ class PromptTemplate:
         for key, value in self.template.items():
             path = f"{self.where}[{key!r}]"
             if not isinstance(value, (str, list, Mapping)):
-                raise TemplateError(
+                raise TemplateTypeError(
                     f"a template dict value must be a str, list or dict, got {value!r}",
                     key_path=path,
                     reference=("TypeError", "dictionary of template expects a str, list or a "
