@@ -40,6 +40,10 @@ class Limits:
     """Bytes of a data file read whole (JSON, CSV); JSON Lines and Parquet stream."""
     prompt_chars: int = 16_000_000
     """Characters of one prompt, and of any one value built while rendering it."""
+    config_seconds: int = 5
+    """CPU seconds a Python config may run while it loads (its bases included)."""
+    config_bytes: int = 1024 * 1024 * 1024
+    """Bytes of memory a Python config may take while it loads (Linux: address space)."""
 
 
 _DEFAULTS: Final = Limits()

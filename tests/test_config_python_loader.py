@@ -144,17 +144,18 @@ def test_star_imports_and_the_order_of_variables(tmp_path: Path) -> None:
 
 
 def test_base_file_dunder_file_is_spelled_as_mmengine_spells_it(tmp_path: Path) -> None:
+    # (bases come from the config's folder tree: here the folder named configs above it)
     _write(tmp_path, {
-        "sub/base.py": "where = __file__\n",
-        "top/top.py": """
+        "configs/sub/base.py": "where = __file__\n",
+        "configs/top/top.py": """
             from mmengine.config import read_base
             with read_base():
                 from ..sub.base import where
             here = __file__
         """,
     })
-    top = (tmp_path / "top/top.py").resolve()
-    _all_ways(tmp_path / "top/top.py", {
+    top = (tmp_path / "configs/top/top.py").resolve()
+    _all_ways(tmp_path / "configs/top/top.py", {
         "where": os.path.join(str(top.parent), "..", "sub/base.py"), "here": str(top)})
 
 

@@ -120,8 +120,9 @@ def test_yaml_chat_template_escape_runs_nothing(tmp_path: Path) -> None:
         _assert_one_line_error(proc, "evil.yaml", "chat_template", "SecurityError", "__init__")
 
 
-def test_python_config_runs_code_by_design(tmp_path: Path) -> None:
-    """A .py config is a program (as in OpenCompass); the README's Security section says so."""
+def test_a_python_config_is_data_too(tmp_path: Path) -> None:
+    """A .py config runs under the rules of config/pyguard.py: it cannot write a file
+    (tests/test_pyconfig_hostile.py has the other escapes)."""
     (tmp_path / "cfg.py").write_text(
         "open('ran', 'w').write('yes')\n"
         "datasets = [dict(abbr='d', reader_cfg=dict(input_columns=['q'], output_column='a'),\n"
@@ -131,8 +132,10 @@ def test_python_config_runs_code_by_design(tmp_path: Path) -> None:
         "models = [dict(abbr='m', parser='lm', meta_template=None)]\n",
         encoding="utf-8")
     proc = _cli(["cfg.py", "--check"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "ran").read_text() == "yes"
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ("compile-prompts: error: cfg.py: line 1: open(..., 'w'): a config "
+                           "may only read files\n")
+    assert not (tmp_path / "ran").exists()
 
 
 @pytest.mark.parametrize("index", range(len(_escapes(MARK))))

@@ -53,13 +53,13 @@ def compare(file: str) -> tuple[str, str, str]:
         own: object
         try:
             own = _settings(*load_variables(path, file, root, loader="own"))
-        except NeedsMmengine as exc:
+        except (NeedsMmengine, PromptCompilerError) as exc:  # declined, or refused (pyguard)
             own = exc
         try:
             theirs: object = _settings(*load_variables(path, file, root, loader="mmengine"))
         except PromptCompilerError as exc:
             theirs = exc
-    if isinstance(own, NeedsMmengine):
+    if isinstance(own, (NeedsMmengine, PromptCompilerError)):
         if isinstance(theirs, PromptCompilerError):
             return file, "both fail", str(theirs)[:200]
         return file, "declined", str(own)[:200]

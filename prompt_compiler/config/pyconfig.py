@@ -16,19 +16,21 @@ into plain data in which every referenced class or function is a
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import os
 import re
 import sys
 import types
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError
 from ..values import MAX_DEPTH
-from . import python_loader
+from . import pyguard, python_loader
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
 from .oc_configs import ENV_VAR
 from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
@@ -98,18 +100,49 @@ def load_variables(
     where ours declines), ``"own"`` (ours only: :class:`NeedsMmengine` where it declines)
     or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two).
     """
-    if loader != "mmengine":
+    if tree is None:
         try:
-            loaded = python_loader.load(str(path.resolve()), tree)
-            return loaded.variables, loaded.imported
-        except NeedsMmengine:
-            if loader == "own":
-                raise
-    from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=display)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+            raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
+    pyguard.check(tree, display)
+    with pyguard.Guard(display) as guard:
+        guard.roots = _roots(path, root)
+        if loader != "mmengine":
+            try:
+                loaded = python_loader.load(str(path.resolve()), tree)
+                return loaded.variables, loaded.imported
+            except NeedsMmengine:
+                if loader == "own":
+                    raise
+        from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
 
-    cfg = _fromfile(Config, path, display, root)
-    raw = object.__getattribute__(cfg, "_cfg_dict")
-    return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
+        cfg = _fromfile(Config, path, display, root)
+        raw = object.__getattribute__(cfg, "_cfg_dict")
+        return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
+
+
+def _roots(path: Path, root: Path | None) -> list[str]:
+    """The folders base configs may come from: the config's own folder, the nearest folder
+    above it named ``configs`` (OpenCompass's layout) and the OpenCompass configs root."""
+    real = Path(os.path.realpath(path))
+    found = [str(real.parent)]
+    for folder in real.parents:
+        if folder.name == "configs":
+            found.append(str(folder))
+            break
+    places = [root] if root is not None else []
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("opencompass")  # the shim, when active
+        if spec is not None and spec.origin:
+            places.append(Path(os.path.dirname(spec.origin)))
+    except (ImportError, ValueError):
+        pass
+    for place in places:  # the package root, and its configs/ (often a link to the folder)
+        found += [os.path.realpath(place), os.path.realpath(Path(place) / "configs")]
+    return list(dict.fromkeys(found))
 
 
 def _settings(variables: dict[Any, Any], imported: frozenset[str]) -> dict[str, Any]:
@@ -134,13 +167,49 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None) -> A
         # a ResourceWarning) once the traceback is released, which happens in this block.
         warnings.simplefilter("ignore", ResourceWarning)
         try:
-            return config_cls.fromfile(str(path.resolve()), format_python_code=False)
-        except PromptCompilerError:
+            with _guarded_mmengine():
+                return config_cls.fromfile(str(path.resolve()), format_python_code=False,
+                                           import_custom_modules=False,
+                                           use_environment_variables=False)
+        except (PromptCompilerError, MemoryError):
             raise
         except Exception as exc:  # anything the config code or mmengine raises
             error = _wrap(exc, path, display, root)
         gc.collect()
     raise error
+
+
+@contextlib.contextmanager
+def _guarded_mmengine() -> Iterator[None]:
+    """mmengine's ``Config`` compiles and runs config files through :mod:`.pyguard` (the same
+    check, rewrite and builtins as our loader) while it loads one."""
+    import mmengine.config.config as mm  # type: ignore[import-untyped,unused-ignore]
+
+    def compile_(source: Any, filename: str, mode: str, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(source, ast.AST):
+            source = ast.parse(source, filename, mode)
+        return pyguard.compile_config(source, filename, filename or "<config>", mode)
+
+    def eval_(code: Any, globals_: Any = None, locals_: Any = None) -> Any:
+        scope = globals_ if globals_ is not None else {}
+        scope["__builtins__"] = pyguard.SAFE_BUILTINS
+        return eval(code, scope, locals_ if locals_ is not None else scope)  # noqa: S307
+
+    def exec_(code: Any, globals_: Any = None, locals_: Any = None) -> None:
+        scope = globals_ if globals_ is not None else {}
+        scope["__builtins__"] = pyguard.SAFE_BUILTINS
+        exec(code, scope, locals_ if locals_ is not None else scope)  # noqa: S102
+
+    saved = {name: mm.__dict__.get(name) for name in ("compile", "eval", "exec")}
+    mm.compile, mm.eval, mm.exec = compile_, eval_, exec_
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                mm.__dict__.pop(name, None)
+            else:  # pragma: no cover - mmengine defines none of them itself
+                mm.__dict__[name] = value
 
 
 def to_plain(value: Any) -> Any:

@@ -42,6 +42,8 @@ import sys
 import types
 from typing import Any
 
+from ..errors import ConfigError, PromptCompilerError
+from . import pyguard
 from .mm_values import ConfigDict, LazyAttr, LazyObject, NeedsMmengine
 from .mm_values import to_config_dict as _to_config_dict
 
@@ -101,11 +103,11 @@ def load(filename: str, tree: ast.Module | None = None) -> LoadedConfig:
             tree = ast.parse(_read(filename))
         modules = _ModuleKinds()
         if _is_lazy_import(tree, modules):
-            variables, imported = _load_lazy(filename, tree, modules, 0)
+            variables, imported = _load_lazy(filename, tree, modules, ())
             variables = _to_config_dict(variables)
         else:
             variables, imported = _load_plain(filename, tree), frozenset()
-    except NeedsMmengine:
+    except (NeedsMmengine, PromptCompilerError, MemoryError):
         raise
     except Exception as exc:  # an error: mmengine reports it, in its words
         raise NeedsMmengine(f"{type(exc).__name__}: {exc}") from exc
@@ -190,8 +192,9 @@ def _load_plain(filename: str, tree: ast.Module) -> dict[str, Any]:
             if any(n.split(".")[0] == "mmengine" for n in names):
                 raise NeedsMmengine("imports mmengine")
     path = os.path.abspath(os.path.expanduser(filename))
-    namespace: dict[str, Any] = {"_base_": ConfigDict()}
-    exec(compile(tree, path, "exec"), namespace, namespace)  # noqa: S102 - the config itself
+    namespace: dict[str, Any] = pyguard.safe_globals(_base_=ConfigDict())
+    code = pyguard.compile_config(tree, path, path)
+    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (pyguard)
     found = {key: value for key, value in namespace.items()
              if key != "_base_" and not key.startswith("__")
              and not isinstance(value, (types.FunctionType, types.ModuleType))}
@@ -217,17 +220,25 @@ def _rebuilt(value: Any) -> Any:
 
 
 def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
-               depth: int) -> tuple[dict[str, Any], frozenset[str]]:
+               stack: tuple[str, ...]) -> tuple[dict[str, Any], frozenset[str]]:
     """A lazy-import config (and, recursively, its bases): its globals and imported names."""
-    if depth > _MAX_DEPTH:
+    real = os.path.realpath(filename)
+    if real in stack:
+        cycle = [os.path.basename(f) for f in (*stack[stack.index(real):], real)]
+        raise ConfigError(f"base configs import each other in a cycle: "
+                                  f"{' -> '.join(cycle)}", config_path=filename)
+    if len(stack) > _MAX_DEPTH:
         raise NeedsMmengine("base configs nested too deep")
+    pyguard.check(tree, filename)
     body, bases = _splice_read_base(tree)
-    namespace: dict[str, Any] = {"LazyObject": LazyObject, "__file__": filename}
+    namespace: dict[str, Any] = pyguard.safe_globals(LazyObject=LazyObject, __file__=filename)
     loaded: dict[str, Any] = {}
     imported: set[str] = set()
     for base in bases:
         path = _base_path(filename, base)
-        base_vars, base_imported = _load_lazy(path, ast.parse(_read(path)), modules, depth + 1)
+        pyguard.check_base(path, filename)
+        base_vars, base_imported = _load_lazy(path, ast.parse(_read(path)), modules,
+                                              (*stack, real))
         imported |= base_imported
         loaded[base] = _to_config_dict(base_vars)
     statements: list[ast.stmt] = []
@@ -243,8 +254,8 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
         statements.insert(0, _lazy_assign(top, [names], f"{filename}, line {lineno}", None))
     imported |= gathered.keys()
     module = ast.Module(body=statements, type_ignores=tree.type_ignores)
-    code = compile(ast.fix_missing_locations(module), filename, "exec")
-    exec(code, namespace, namespace)  # noqa: S102 - the config itself
+    code = pyguard.compile_config(module, filename, filename)
+    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (pyguard)
     variables = {key: value for key, value in namespace.items()
                  if not key.startswith("__") and key != "LazyObject"}
     return variables, frozenset(imported)

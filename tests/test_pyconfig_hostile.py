@@ -1,0 +1,224 @@
+"""Python configs are data: no code of theirs runs outside the rules, and loading is bounded.
+
+Each case is a ``.py`` config on disk run through the CLI as a subprocess under a memory cap
+(``RLIMIT_AS``). A payload that tries to run code, read a file outside the config's folder or
+import a module must end with exit 1 and one ``compile-prompts: error:`` line naming the file
+and line, and the file it would create must not appear; a config that loops forever or
+builds a huge value stops at its limit within seconds. The configs OpenCompass users write
+(``open`` of a prompt file beside the config, ``os.path``, ``os.environ.get``, ``math``,
+``eval`` of a name, ``globals()``/``locals()``) keep loading. Expected texts are written here
+by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CAP = 400 << 20
+SECONDS = 8.0
+MARK = "PWNED"
+
+DATASET = """
+datasets = [dict(abbr='d', reader_cfg=dict(input_columns=['question'], output_column='answer'),
+                 infer_cfg=dict(prompt_template=dict(type='PromptTemplate', template=X),
+                                retriever=dict(type='ZeroRetriever'),
+                                inferencer=dict(type='GenInferencer')),
+                 rows=[dict(question='q', answer='a')])]
+models = [dict(abbr='m', parser='lm', meta_template=None)]
+"""
+
+
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
+
+
+def run(folder: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROMPT_COMPILER_")}
+    environ.update(env)
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=120, preexec_fn=_cap,
+                          env=environ)
+    return proc, time.monotonic() - began
+
+
+def one_error(folder: Path, *args: str, **env: str) -> str:
+    proc, took = run(folder, *args, **env)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("compile-prompts: error: "), proc.stderr
+    assert took < SECONDS, (took, lines[0])
+    assert not (folder / MARK).exists() and not (folder / "out").exists()
+    return lines[0]
+
+
+def config(folder: Path, code: str, name: str = "c.py") -> None:
+    (folder / name).write_text(code + "\n" + DATASET, encoding="utf-8")
+
+
+RULES = ("a Python config is read as data, not run as a program (hint: configs may assign "
+         "values, loop, call functions they define and the builtins of docs/configs.md, and "
+         "import opencompass.* and base configs)")
+TOUCH = f"'touch {MARK}'"
+PAYLOADS = {
+    "dunder-import": (f"__import__('os').system({TOUCH})\nX = 'q'",
+                      f"line 1: the name __import__; {RULES}"),
+    "exec": (f"exec(\"open('{MARK}', 'w')\")\nX = 'q'",
+             f"line 1: the builtin exec() (not available in a config); {RULES}"),
+    "class-bases": ("X = str(().__class__.__bases__[0].__subclasses__())",
+                    f"line 1: the attribute .__subclasses__; {RULES}"),
+    "getattr-dunder": ("X = str(getattr((), '__class__'))",
+                       "line 1: the attribute .__class__ (not available in a config)"),
+    "generator-frame": (f"g = (i for i in [1])\ng.gi_frame.f_builtins['open']('{MARK}', 'w')\n"
+                        "X = 'q'", f"line 2: the attribute .f_builtins; {RULES}"),
+    "class-definition": ("class A:\n    pass\nX = 'q'",
+                         f"line 1: a class definition (class A); {RULES}"),
+    "bare-except": ("try:\n    X = 'q'\nexcept:\n    pass",
+                    f"line 3: a bare `except:` (name the exceptions it catches); {RULES}"),
+    "catch-everything": ("try:\n    X = 'q'\nexcept BaseException:\n    pass",
+                         f"line 3: the builtin BaseException() (not available in a config); "
+                         f"{RULES}"),
+    "import-os-system": (f"import os\nos.system({TOUCH})\nX = 'q'",
+                         "AttributeError while loading the config (line 2): os.system is not "
+                         "available in a config (it offers environ, getenv, linesep, path, "
+                         "sep)"),
+    "os-path-os": (f"import os.path as osp\nosp.os.system({TOUCH})\nX = 'q'",
+                   "AttributeError while loading the config (line 2): os.path.os is not "
+                   "available in a config (it offers basename, dirname, extsep, isabs, join, "
+                   "normpath, sep, split, splitext)"),
+    "import-in-function": (f"def f():\n    import os\n    os.system({TOUCH})\nf()\nX = 'q'",
+                           "AttributeError while loading the config (line 3): os.system is "
+                           "not available in a config"),
+    "sys-modules": ("import sys\nX = str(sys.modules['os'])",
+                    "AttributeError while loading the config (line 2): sys.modules is not "
+                    "available in a config (it offers maxsize)"),
+    "import-posix": (f"from posix import system\nsystem({TOUCH})\nX = 'q'",
+                     "line 1: import posix: a config may import opencompass.*, mmengine.config's "
+                    "read_base, base configs (inside `with read_base():`) and copy, "
+                    "functools, itertools, math, os, os.path, sys, typing (in part)"),
+    "open-for-writing": (f"open('{MARK}', 'w').write('x')\nX = 'q'",
+                         "line 1: open(..., 'w'): a config may only read files"),
+    "globals-builtins": (f"globals()['__builtins__']['open']('{MARK}', 'w')\nX = 'q'",
+                         "KeyError while loading the config (line 1): '__builtins__'"),
+    "format-attribute": ("def f():\n    pass\nX = '{0.__globals__}'.format(f)",
+                         "line 3: the placeholder {0.__globals__} reaches into a value (an "
+                         "attribute or index); placeholders may only name a value"),
+    "eval-escape": ("X = eval(\"().__class__\")",
+                    f"line 1: the attribute .__class__; {RULES}"),
+    "classic-mode-import": (f"_base_ = []\nimport os\nos.system({TOUCH})\nX = 'q'",
+                            "os.system is not available in a config"),
+}
+
+
+@pytest.mark.parametrize("code, words", list(PAYLOADS.values()), ids=list(PAYLOADS))
+def test_a_config_cannot_run_code(tmp_path: Path, code: str, words: str) -> None:
+    config(tmp_path, code)
+    line = one_error(tmp_path, "c.py", "-o", "out")
+    assert line.startswith("compile-prompts: error: c.py: "), line
+    assert words in line, line
+
+
+def test_a_config_reads_no_file_outside_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("the secret\n", encoding="utf-8")
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "link.txt").symlink_to(tmp_path / "secret.txt")
+    for path in ("../secret.txt", "link.txt", str(tmp_path / "secret.txt")):
+        config(tmp_path / "suite", f"import os\nX = open(os.path.join(os.path.dirname(__file__), "
+                                   f"{path!r})).read()\nfrom opencompass.models import HF")
+        line = one_error(tmp_path / "suite", "c.py", "-o", "out")
+        assert "a config may only read files in or below its own folder" in line, line
+        assert "the secret" not in line
+
+
+def test_base_configs_come_from_the_configs_tree_and_cycles_are_named(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.py").write_text("X = 'stolen {question}'\n", encoding="utf-8")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    config(suite, "from mmengine.config import read_base\nwith read_base():\n"
+                  "    from ..elsewhere import X")
+    line = one_error(suite, "c.py", "-o", "out")
+    assert "elsewhere.py lies outside the config's folders" in line, line
+    config(suite, f"_base_ = [{str(tmp_path / 'elsewhere.py')!r}]")
+    line = one_error(suite, "c.py", "-o", "out")
+    assert "elsewhere.py lies outside the config's folders" in line, line
+    (suite / "a.py").write_text("from mmengine.config import read_base\nwith read_base():\n"
+                                "    from .b import y\nX = '{question}'\n", encoding="utf-8")
+    (suite / "b.py").write_text("from mmengine.config import read_base\nwith read_base():\n"
+                                "    from .a import X\ny = 1\n", encoding="utf-8")
+    config(suite, "from mmengine.config import read_base\nwith read_base():\n"
+                  "    from .a import X")
+    line = one_error(suite, "c.py", "-o", "out")
+    assert "base configs import each other in a cycle: a.py -> b.py -> a.py" in line, line
+
+
+BOUNDS = {
+    "power-tower": ("X = str(10**10**10)", "line 1: 10 ** 10000000000 would give an integer "
+                    "of more than 4,300 digits (a config value cannot be that long)"),
+    "pow-builtin": ("X = str(pow(10, 10**10))", "line 1: 10 ** 10000000000 would give an "
+                    "integer of more than 4,300 digits"),
+    "shift": ("X = str(1 << 10**10)", "line 1: 1 << 10000000000 would give an integer"),
+    "squaring-loop": ("x = 10**100\nfor _ in range(40):\n    x = x * x\nX = 'q'",
+                      "line 3: the product would give an integer of more than 4,300 digits"),
+    "augmented-squaring": ("x = 10**100\nfor _ in range(40):\n    x *= x\nX = 'q'",
+                           "line 3: the product would give an integer"),
+    "repeat-string": ("X = 'a' * 10**10", "line 1: repeating a value would build "
+                      "10,000,000,000 characters or items; the limit is 16,000,000 "
+                      "(PROMPT_COMPILER_MAX_PROMPT_CHARS raises it)"),
+    "endless-loop": ("while True: pass\nX = 'q'", "line 1: the config ran for more than 1 "
+                     "seconds of CPU time while loading (an endless loop?); the limit is 1 "
+                     "seconds (PROMPT_COMPILER_MAX_CONFIG_SECONDS raises it)"),
+    "huge-generator": ("Y = sum(1 for i in range(10**9))\nX = 'q'",
+                           "the config ran for more than 1 seconds of CPU time"),
+    "sum-of-a-huge-range": ("Y = sum(range(10**12))\nX = 'q'",
+                            "the config ran for more than 1 seconds of CPU time"),
+    "sorted-by-sum": ("rs = [range(10**6)] * 10**6\nY = max(rs, key=sum)\nX = 'q'",
+                      "the config ran for more than 1 seconds of CPU time"),
+    "doubling-string": ("s = 'ab'\nfor _ in range(60):\n    s = s + s\nX = 'q'",
+                        "c.py: the config needs more memory than it may take while it loads; "
+                        "the limit is 100,000,000 bytes (PROMPT_COMPILER_MAX_CONFIG_BYTES "
+                        "raises it)"),
+}
+
+
+@pytest.mark.parametrize("code, words", list(BOUNDS.values()), ids=list(BOUNDS))
+def test_a_config_that_explodes_stops_at_its_limit(tmp_path: Path, code: str,
+                                                   words: str) -> None:
+    config(tmp_path, code)
+    line = one_error(tmp_path, "c.py", "-o", "out", PROMPT_COMPILER_MAX_CONFIG_SECONDS="1",
+                     PROMPT_COMPILER_MAX_CONFIG_BYTES="100_000_000")
+    assert line.startswith("compile-prompts: error: c.py: "), line
+    assert words in line, line
+
+
+def test_what_opencompass_configs_do_still_loads(tmp_path: Path) -> None:
+    (tmp_path / "lib_prompt").mkdir()
+    (tmp_path / "lib_prompt" / "task.txt").write_text("Think first.\n", encoding="utf-8")
+    code = """\
+import os
+from opencompass.openicl.icl_inferencer import GenInferencer
+for _name in ['task']:
+    with open(os.path.join(os.path.dirname(__file__), 'lib_prompt', f'{_name}.txt'), 'r') as f:
+        hint = f.read().strip()
+_tmp = [k for k in globals() if k.startswith('_tmp')]
+for _t in _tmp:
+    del globals()[_t]
+name = os.environ.get('PC_SURELY_UNSET', 'default') + '-' + str(int(16 ** 0.5))
+kind = eval('GenInferencer')
+parts = sorted(['b', 'a'], key=len) + list(map(str, range(2)))
+X = hint + ' {question} ' + name + ' ' + ''.join(parts) + ' ' + '{}'.format(2 ** 10)
+print('loaded')
+"""
+    config(tmp_path, code)
+    proc, _ = run(tmp_path, "c.py", "-o", "out")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "loaded\n"  # a config's print goes to stderr
+    record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == "Think first. q default-4 ba01 1024"  # sorted by len is stable
