@@ -404,3 +404,30 @@ models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_MET
         "named 'qa' for model 'api' (the other is in eval_x.py at datasets[0]): OpenCompass "
         "writes both to the one predictions file api/qa.json, so one of them is lost (hint: "
         "give one of them another abbr)\n")
+
+
+def test_a_base_config_importing_a_missing_config_is_named(tmp_path: Path) -> None:
+    # As OpenCompass 0.5.4's own datasets/collections/base_core.py, which imports a
+    # TheoremQA config its wheel does not ship.
+    collection = """\
+from mmengine.config import read_base
+
+with read_base():
+    from ..qa.qa_gen import qa_datasets
+    from ..TheoremQA.TheoremQA_post_v2_gen_2c2583 import TheoremQA_datasets
+
+datasets = sum((v for k, v in locals().items() if k.endswith('_datasets')), [])
+"""
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.collections.base_core import datasets
+""", {"datasets/collections/base_core.py": collection})
+    configs = tmp_path / "oc" / "configs"
+    folder = configs / "datasets" / "collections"
+    assert _error(suite) == (
+        "compile-prompts: error: eval_x.py: `with read_base(): from "
+        f"..TheoremQA.TheoremQA_post_v2_gen_2c2583 import ...` ({folder / 'base_core.py'}, "
+        f"line 5): there is no config file {folder}/../TheoremQA/TheoremQA_post_v2_gen_2c2583.py"
+        " (OpenCompass 0.5.4 stops on this config too)\n")

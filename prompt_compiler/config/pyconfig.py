@@ -285,13 +285,18 @@ def _known_failure(exc: Exception, path: Path, where: str,
     if found is not None:
         module, missing = found["module"], found["file"]
         line = _import_line(path, module, None)
-        message = (f"`with read_base(): from {module} import ...`"
-                   f"{f' (line {line})' if line else ''}: there is no config file {missing}")
+        place = f" (line {line})" if line else ""
+        if line is None and module.startswith("."):  # the import is in a base config
+            importer = _relative_importer(missing, module)
+            if importer is not None:
+                place = f" ({importer[0]}, line {importer[1]})"
+        message = (f"`with read_base(): from {module} import ...`{place}: there is no "
+                   f"config file {missing}")
         hint = None
         configs = Path(os.path.realpath(root / "configs")) if root is not None else None
         if module.startswith("opencompass.configs.") and configs is not None:
-            message = (f"`with read_base(): from {module} import ...`"
-                       f"{f' (line {line})' if line else ''}: the OpenCompass configs folder "
+            message = (f"`with read_base(): from {module} import ...`{place}: the "
+                       "OpenCompass configs folder "
                        f"{configs} has no {Path(*module.split('.')[2:]).as_posix()}.py")
             hint = ("the config may be written for another OpenCompass version than the "
                     "configs folder's; give --opencompass-configs the configs/ of the "
@@ -328,6 +333,26 @@ def _lazy_call(exc: BaseException) -> str | None:
     if isinstance(imported, str):
         return imported
     return module if isinstance(module, str) else None
+
+
+def _relative_importer(missing: str, module: str) -> tuple[str, int] | None:
+    """The config file (and line) holding the relative base import ``module`` that
+    resolved to the missing file ``missing``: a file of the folder it is relative to."""
+    level = len(module) - len(module.lstrip("."))
+    folder = Path(missing).parent
+    for _ in range(len(module[level:].split(".")) - 1 + level - 1):
+        folder = folder.parent
+    if ".." in missing.split(os.sep):  # mmengine joins the folder and '..' unresolved
+        folder = Path(missing.split(os.sep + "..")[0])
+    try:
+        candidates = sorted(folder.glob("*.py"))
+    except OSError:
+        return None
+    for file in candidates:
+        line = _import_line(file, module, None)
+        if line is not None:
+            return str(file), line
+    return None
 
 
 def _import_line(path: Path, module: str | None, name: str | None) -> int | None:
