@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prompt_compiler import ConfigError, Policy, ReaderConfig, RetrievalError, UnsupportedError
@@ -135,7 +135,7 @@ def test_sliding_window_k1():
 @settings(max_examples=60)
 @given(n=st.integers(1, 10), k=st.integers(1, 10), n_test=st.integers(0, 12))
 def test_sliding_window_formula(n, k, n_test):
-    assume(k <= 2 * n)  # beyond, the first rows reach before the pool: see the next test
+    # ids outside the pool are refused when the example is built (see the next test)
     got = SlidingWindowRetriever(k=k).retrieve(rows(n), rows(n_test), READER, COMPAT)
     for i, ids in enumerate(got):
         if i < k:
@@ -145,10 +145,35 @@ def test_sliding_window_formula(n, k, n_test):
         assert len(ids) == k
 
 
-def test_sliding_window_k_beyond_twice_the_pool_is_a_retrieval_error():
-    """OpenCompass indexes before the start of the pool there (IndexError)."""
-    with pytest.raises(RetrievalError, match=r"k=5 reaches past the start of the 2-row"):
-        SlidingWindowRetriever(k=5).retrieve(rows(2), rows(1), READER, COMPAT)
+def test_sliding_window_ids_outside_the_pool_are_a_retrieval_error():
+    """OpenCompass's dataset refuses an example id outside the pool when the example is
+    built (IndexError: 'Invalid key: -3 is out of bounds for size 2'), in row order."""
+    import prompt_compiler as pc
+
+    def compile_(k: int, n_train: int, n_test: int, inferencer: dict) -> pc.CompiledDataset:
+        dataset = {"abbr": "sw", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
+                   "infer_cfg": {
+                       "ice_template": {"type": "PromptTemplate", "template": "{q}={a}\n"},
+                       "prompt_template": {"type": "PromptTemplate", "template": "</E>{q}=",
+                                           "ice_token": "</E>"},
+                       "retriever": {"type": "SlidingWindowRetriever", "k": k},
+                       "inferencer": inferencer},
+                   "splits": {"train": [{"q": f"t{i}", "a": "A"} for i in range(n_train)],
+                              "test": [{"q": f"s{i}", "a": "B"} for i in range(n_test)]}}
+        return pc.Compiler(mode="opencompass").compile(dataset, {"abbr": "m"})
+
+    gen = {"type": "GenInferencer"}
+    ppl = {"type": "PPLInferencer", "labels": ["A", "B"]}
+    for k, n, n_test, inferencer, bad in ((5, 2, 1, gen, -3), (3, 1, 1, ppl, -2),
+                                          (2, 1, 3, gen, 1), (1, 2, 4, ppl, 2)):
+        with pytest.raises(RetrievalError) as info:
+            compile_(k, n, n_test, inferencer)
+        assert info.value.reference == (
+            "IndexError", f"Invalid key: {bad} is out of bounds for size {n}")
+    # up to twice the pool the first rows wrap to its end (ids -n .. -1 are rows too)
+    result = compile_(3, 2, 2, gen)
+    assert [r.prompt for r in result.records] == ["t1=A\n\nt0=A\n\nt1=A\n\ns0=",
+                                                  "t0=A\n\nt1=A\n\nt0=A\n\ns1="]
 
 
 # -- builders ------------------------------------------------------------------------------------

@@ -178,6 +178,14 @@ class Job:
             pass
         tp = self.ice_template
         assert tp is not None
+        n = len(self.rows.train)
+        if not -n <= i < n:  # e.g. SlidingWindowRetriever's k past the pool, or more test rows
+            raise RetrievalError(
+                f"in-context example id {i} is outside the {n}-row training split",
+                key_path="infer_cfg.retriever",
+                hint="SlidingWindowRetriever takes the k rows before each test row (wrapping "
+                     "once to the end of the pool): k and the test rows must fit the pool",
+                reference=("IndexError", f"Invalid key: {i} is out of bounds for size {n}"))
         row = self.rows.train[i]
         label = None
         col = self.reader.output_column
