@@ -36,6 +36,11 @@ def test_folder_encodes_as_transformers(folders: dict[str, str], name: str) -> N
     from prompt_compiler.model.tokenize import load_tokenizer
 
     tok: Any = load_tokenizer(_folder(folders, name), tokenizer_kwargs=BY_NAME[name].kwargs)
+    # the named BOS/EOS (a class's defaults where the config names none): chat templates'
+    # bos_token, the stop token and stop id of generation settings
+    assert tok.special.get("bos_token") == EXPECTED[name]["bos_token"]
+    assert tok.special.get("eos_token") == EXPECTED[name]["eos_token"]
+    assert tok.eos_id == EXPECTED[name]["eos_token_id"]
     for row in EXPECTED[name]["texts"]:
         text = row["text"]
         assert tok.encode(text) == row["ids"], text

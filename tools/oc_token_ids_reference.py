@@ -29,7 +29,8 @@ Written per case: the ids and ``mask_length`` OpenCompass fed, and what transfor
 
 Per folder case (``FOLDER_CASES``: a real vocabulary under a tokenizer config written there) it
 records, for every text of ``TEXTS``, what ``AutoTokenizer.from_pretrained(folder, **kwargs)``
-encodes with and without special tokens, the class transformers picked, and OpenCompass's
+encodes with and without special tokens, the class transformers picked, its ``bos_token`` and
+``eos_token`` (the stop token OpenCompass's chat classes add), and OpenCompass's
 ``HuggingFaceBaseModel(path=folder, tokenizer_kwargs=kwargs).get_token_len(text)`` (the count
 its ``max_seq_len`` truncation uses).
 ``tests/test_token_ids_opencompass.py`` compares ``compile-prompts --tokenize --mode compat``
@@ -211,7 +212,8 @@ def run_folder_case(case: cases.FolderCase, folder: str) -> dict[str, Any]:
     tok = AutoTokenizer.from_pretrained(folder, **kwargs)
     model = HuggingFaceBaseModel(path=folder, tokenizer_only=True, pad_token_id=0, max_seq_len=2048,
                                  tokenizer_kwargs=dict(kwargs))
-    return {"class": type(tok).__name__, "texts": [
+    return {"class": type(tok).__name__, "bos_token": tok.bos_token, "eos_token": tok.eos_token,
+            "eos_token_id": tok.eos_token_id, "texts": [
         {"text": text, "ids": tok.encode(text),
          "ids_no_special": tok.encode(text, add_special_tokens=False),
          "opencompass_token_len": model.get_token_len(text)} for text in cases.TEXTS]}

@@ -245,11 +245,15 @@ def _added(value: Any, special: bool) -> Any:
 
 def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
                   special: Mapping[str, str] | None = None,
-                  kwargs: Mapping[str, Any] | None = None) -> tuple[Any, str]:
+                  kwargs: Mapping[str, Any] | None = None) -> tuple[Any, str, dict[str, str]]:
     """The ``tokenizers.Tokenizer`` transformers 5 encodes with for this folder, and the class
     it stands for. ``special``: the folder's named special tokens (``tokenizer_config.json``
     with ``special_tokens_map.json``); ``kwargs``: what ``from_pretrained`` is given besides
-    the folder (a model's ``tokenizer_kwargs``), which win over the config's keys."""
+    the folder (a model's ``tokenizer_kwargs``), which win over the config's keys.
+
+    Also returns the named special tokens the tokenizer ends up with (``special``, the class's
+    defaults for the keys the config does not set, ``kwargs``' tokens): what transformers'
+    ``tokenizer.eos_token`` ... and a chat template's ``bos_token`` are."""
     import tokenizers
 
     kwargs = dict(kwargs or {})
@@ -264,7 +268,7 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
     backend.no_truncation()
     backend.no_padding()
     if not isinstance(data, dict):
-        return backend, cls
+        return backend, cls, dict(special or {})
     # added tokens: the config's added_tokens_decoder, then the named special tokens
     present = set(backend.get_added_tokens_decoder().values())
     present_text = {str(t.content) for t in present}
@@ -316,7 +320,9 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
         backend.post_processor = processors.TemplateProcessing(
             single=single, pair=pair,
             special_tokens=[(t, i) for t, i in ((bos, bos_id), (eos, eos_id)) if t])
-    return backend, cls
+    effective = {k: str(t) for k, t in ((k, _token_content(v)) for k, v in named.items())
+                 if t is not None}
+    return backend, cls, effective
 
 
 def missing_tokenizer_json(folder: Path) -> str:

@@ -333,8 +333,8 @@ def _hf(path: Path, kwargs_json: str = "") -> HFTokenizer:
     special = _special(folder, config)
     try:
         # the pipeline transformers 5 runs for this folder (its class may rebuild the file's)
-        backend, _cls = build_backend(file, folder, config, special,
-                                      json.loads(kwargs_json) if kwargs_json else None)
+        backend, _cls, special = build_backend(file, folder, config, special,
+                                               json.loads(kwargs_json) if kwargs_json else None)
     except Exception as exc:  # the library's own parse error, as text
         raise ConfigError(f"cannot read the tokenizer: {exc}", config_path=str(file),
                           key_path="model.tokenizer") from None
