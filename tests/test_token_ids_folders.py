@@ -112,6 +112,22 @@ def test_cli_mistral_ids_and_tokenizer_kwargs(folders: dict[str, str], tmp_path:
         == ids["mistral"]
 
 
+def test_tokenizer_kwargs_only_where_the_class_takes_them(folders: dict[str, str]) -> None:
+    """HuggingFaceBaseModel hands tokenizer_kwargs to AutoTokenizer; OpenCompass's VLLM class
+    takes none (a config with them is refused in compat mode, ignored in default mode)."""
+    import prompt_compiler as pc
+
+    folder = _folder(folders, "mistral_legacy_absent")
+    kwargs = {"add_eos_token": True}
+    hf = pc.Compiler().model({"abbr": "a", "type": "HuggingFaceBaseModel", "tokenizer": folder,
+                              "tokenizer_kwargs": kwargs})
+    vllm = pc.Compiler().model({"abbr": "b", "type": "VLLM", "tokenizer": folder,
+                                "tokenizer_kwargs": kwargs})
+    assert hf.count_tokens("Hello") == 2  # ▁Hello </s>
+    assert vllm.count_tokens("Hello") == 2  # <s> ▁Hello
+    assert vllm.count_tokens.encode("Hello") == [1, 22557]
+
+
 def test_cli_sentencepiece_only_folder_is_one_clear_error(tmp_path: Path) -> None:
     """A folder with only a sentencepiece model (no tokenizer.json): one line naming the
     folder, what it holds and what to do; never ids from something else."""

@@ -486,6 +486,18 @@ def _chat_token_len(template: Any, counter: Any, messages: _Chat) -> int:
     return n
 
 
+def _takes_tokenizer_kwargs(model_class: Any) -> bool:
+    """Whether the OpenCompass class hands ``tokenizer_kwargs`` to its tokenizer (an unknown
+    class or none: taken as one that does)."""
+    from ..config.known_keys import OPENCOMPASS_MODEL_PARAMS
+
+    if model_class is not None and not isinstance(model_class, str):
+        model_class = getattr(model_class, "__name__", "")
+    name = str(model_class or "").rsplit(".", 1)[-1]
+    params = OPENCOMPASS_MODEL_PARAMS.get(name)
+    return params is None or "tokenizer_kwargs" in params[0]
+
+
 def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
                 counters: Mapping[str, TokenCounter] | None = None) -> Model:
     """A :class:`Model` from a model config, its ``tokenizer`` (or the class's default
@@ -496,6 +508,8 @@ def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
     name = cfg.get("tokenizer", default_counter(cfg)) if isinstance(cfg, Mapping) \
         else "whitespace"
     kwargs = cfg.get("tokenizer_kwargs") if isinstance(cfg, Mapping) else None
+    if kwargs is not None and not _takes_tokenizer_kwargs(cfg.get("type")):
+        kwargs = None  # that OpenCompass class loads its tokenizer without them
     return Model.from_dict(cfg, where=where, count_tokens=token_counter(
         name, where, counters, tokenizer_kwargs=kwargs if isinstance(kwargs, Mapping) else None))
 
