@@ -633,3 +633,41 @@ def test_prompt_template_construction_errors_are_opencompass_exception_types() -
         PromptTemplate("no token here", ice_token="</E>")
     with pytest.raises(pc.TemplateError):
         PromptTemplate("{q}", sep_token=1.5)  # type: ignore[arg-type]
+
+
+def _raw_ppl_dataset(retriever: dict[str, object]) -> dict[str, object]:
+    return {
+        "abbr": "capitals", "reader_cfg": {"input_columns": ["country"],
+                                           "output_column": "capital"},
+        "infer_cfg": {
+            "ice_template": {"type": "RawPromptTemplate", "messages": [
+                {"role": "user", "content": "Capital of {country}?"},
+                {"role": "assistant", "content": "{capital}"}]},
+            "prompt_template": {"type": "RawPromptTemplate", "messages": [
+                "</E>", {"role": "user", "content": "Capital of {country}?"}]},
+            "retriever": retriever,
+            "inferencer": {"type": "PPLInferencer", "labels": ["Lima", "Quito"]}},
+        "splits": {"train": [{"country": "Chad", "capital": "N'Djamena"}],
+                   "test": [{"country": "Peru", "capital": "Lima"}]}}
+
+
+@pytest.mark.parametrize("mode", ["opencompass", "default"])
+def test_raw_prompt_template_ppl_as_opencompass_runs_it(mode: str) -> None:
+    fixk = {"type": "FixKRetriever", "fix_id_list": [0]}
+    asked = [{"role": "user", "content": "Capital of Peru?"}]
+    for renderer in ("api", "hf_chat"):
+        result = pc.Compiler(mode=mode).compile(_raw_ppl_dataset(fixk),
+                                                {"abbr": "m", "renderer": renderer})
+        assert [r.prompt for r in result.records] == [asked, asked]
+        # OpenCompass scores these prompts, then fails in its bookkeeping (they are lists)
+        assert result.reference_failure == (
+            "AttributeError", "'list' object has no attribute 'replace'")
+    # with a max_seq_len and examples to drop, it fails comparing a list of counts with it
+    with pytest.raises(pc.RenderError) as info:
+        pc.Compiler(mode=mode).compile(_raw_ppl_dataset(fixk),
+                                       {"abbr": "m", "renderer": "api", "max_seq_len": 50})
+    assert info.value.reference == (
+        "TypeError", "'>' not supported between instances of 'list' and 'int'")
+    zero = pc.Compiler(mode=mode).compile(_raw_ppl_dataset({"type": "ZeroRetriever"}),
+                                          {"abbr": "m", "renderer": "api", "max_seq_len": 50})
+    assert [r.prompt for r in zero.records] == [asked, asked]

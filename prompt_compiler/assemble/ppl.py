@@ -49,8 +49,27 @@ def ppl_records(job: Job, retrieved: Sequence[Sequence[int]], *,
     to later labels (defect D5); the default mode fits once per row, for all labels.
     """
     labels = list(labels) if labels is not None else job.labels()
-    for index in range(len(retrieved)) if rows is None else rows:
+    indexes = range(len(retrieved)) if rows is None else rows
+    if job.model.max_seq_len is not None and job.model.renderer != "lm" and _raw_messages(job):
+        # (an LM parser refuses the message list itself, when it is first counted)
+        for index in indexes:
+            if retrieved[index]:
+                # OpenCompass counts a message list's tokens as a batch (a list of counts) and
+                # compares that list with max_seq_len, before it scores anything.
+                raise RenderError(
+                    "a RawPromptTemplate PPL prompt cannot be fitted to the model's max_seq_len "
+                    f"(test row {index} has in-context examples to drop)",
+                    key_path="model.max_seq_len",
+                    hint="leave max_seq_len unset for this model, or use ZeroRetriever",
+                    reference=("TypeError",
+                               "'>' not supported between instances of 'list' and 'int'"))
+    for index in indexes:
         yield from ppl_row_records(job, index, retrieved[index], labels, normalizing_str)
+
+
+def _raw_messages(job: Job) -> bool:
+    """Whether the PPL prompts are message lists (the template that builds them is raw)."""
+    return isinstance(job.prompt_template or job.ice_template, RawPromptTemplate)
 
 
 def ppl_row_records(job: Job, index: int, ids: Sequence[int], labels: Sequence[Any],
@@ -110,10 +129,9 @@ def ppl_reference_failure(job: Job, first_ice: Any) -> tuple[str, str] | None:
     With an API-style parser and a meta template the parsed prompts are message lists,
     which its bookkeeping then treats as strings.
     """
-    if job.model.renderer == "lm" and isinstance(job.prompt_template or job.ice_template,
-                                               RawPromptTemplate):
-        # Only an empty message list reaches an LM parser (a batch of nothing); the scoring
-        # bookkeeping then strips the in-context text from it as if it were a string.
+    if _raw_messages(job):
+        # Message lists (an LM parser only ever gets an empty one: a batch of nothing); the
+        # scoring bookkeeping then strips the in-context text from each as if it were a string.
         return ("AttributeError", "'list' object has no attribute 'replace'")
     if job.model.renderer == "lm" or job.model.meta is None:
         return None

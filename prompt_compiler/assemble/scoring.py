@@ -73,7 +73,7 @@ def ppl_only_records(job: Job, retrieved: Sequence[Sequence[int]], *,
             dataset=job.abbr, model=model.abbr, mode="ppl", index=index, prompt=scored,
             intermediate=prompt, ice_ids=tuple(used), retrieved_ids=tuple(ids), label=label,
             token_len=job.token_len(scored) if job.token_lens else None,
-            chat_messages=model.chat_messages(scored, policy),
+            chat_messages=model.chat_messages(scored, policy, "ppl"),
             model_input=model.deliver(scored, "ppl", policy), extra=extra,
         )
 

@@ -347,18 +347,23 @@ class Model:
         except PromptCompilerError as err:
             raise err.located(model=self.abbr, key_path="model.meta_template") from None
 
-    def chat_messages(self, rendered: Any, policy: Policy) -> list[dict[str, str]] | None:
-        """OpenAI messages for chat-template models (``None`` for other renderers)."""
+    def chat_messages(self, rendered: Any, policy: Policy, mode: str = "gen"
+                      ) -> list[dict[str, str]] | None:
+        """OpenAI messages for chat-template models (``None`` for other renderers).
+
+        OpenCompass converts a prompt into chat messages when it generates; a message list
+        that is already OpenAI-style fails there (D18), not in the scoring modes."""
         if self.renderer != "hf_chat":
             return None
-        return to_chat_messages(rendered, pass_openai=policy.fixes("D18"))
+        return to_chat_messages(rendered, pass_openai=policy.fixes("D18") or mode != "gen")
 
     def deliver(self, rendered: Any, mode: str, policy: Policy) -> Any:
         """What the model finally receives, when it differs from ``rendered`` and
         :meth:`chat_messages`: the chat template's text, or the API format's request."""
         if self.chat_template is None and self.api_format is None and self.prompter is None:
             return None
-        messages = to_chat_messages(rendered, pass_openai=policy.fixes("D18"))
+        messages = to_chat_messages(rendered,
+                                    pass_openai=policy.fixes("D18") or mode != "gen")
         if self.prompter is not None:
             # The last user turn is the input; earlier turns (system aside) are the history.
             turns = [m for m in messages if m["role"] != "system"]
@@ -392,7 +397,7 @@ class Model:
         for chat-template models and OpenAI-compatible API classes; else ``rendered``
         (the LM string, or another API class's OpenCompass messages).
         """
-        chat = self.chat_messages(rendered, policy)
+        chat = self.chat_messages(rendered, policy, mode)
         delivered = self.deliver(rendered, mode, policy)
         if delivered is not None:
             return delivered, chat, delivered
