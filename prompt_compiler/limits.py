@@ -40,6 +40,10 @@ class Limits:
     """Bytes of a data file read whole (JSON, CSV); JSON Lines and Parquet stream."""
     prompt_chars: int = 16_000_000
     """Characters of one prompt, and of any one value built while rendering it."""
+    template_steps: int = 1_000_000
+    """Loop turns (``{% for %}`` items) one render of a sandboxed template may run in all."""
+    template_chars: int = 256_000_000
+    """Characters (and list items) one render of a sandboxed template may build in all."""
     config_seconds: int = 5
     """CPU seconds a Python config may run while it loads (its bases included)."""
     config_bytes: int = 1024 * 1024 * 1024

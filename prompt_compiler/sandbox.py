@@ -31,9 +31,11 @@ import functools
 import inspect
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
 from jinja2.nodes import Concat
@@ -58,6 +60,33 @@ _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|[0-9]+)?(?:\.(\*|[0-9]+)
 
 def _limit() -> int:
     return limits.current().prompt_chars
+
+
+class _Budget:
+    """What one render may still do: loop turns, and characters (or items) built in all."""
+
+    __slots__ = ("chars", "depth", "steps")
+
+    def __init__(self) -> None:
+        current = limits.current()
+        self.steps = current.template_steps
+        self.chars = current.template_chars
+        self.depth = 0
+
+
+_local = threading.local()
+
+
+def _charge(size: int) -> None:
+    """Count ``size`` characters (or items) built against the render's total."""
+    budget: _Budget | None = getattr(_local, "budget", None)
+    if budget is None:
+        return
+    budget.chars -= size
+    if budget.chars < 0:
+        limit = limits.current().template_chars
+        raise SecurityError(f"this render has built more than {limit:,} characters in all; "
+                            + limits.describe("template_chars", limit, "characters"))
 
 
 def _too_big(what: str, size: int, limit: int, unit: str = "characters") -> SecurityError:
@@ -90,10 +119,12 @@ def _check_size(value: Any, what: str) -> Any:
         limit = _limit()
         if len(value) > limit:
             raise _too_big(what, len(value), limit)
+        _charge(len(value))
     elif isinstance(value, (list, tuple)):
         limit = _limit()
         if len(value) > limit // 16:
             raise _too_big(what, len(value), limit // 16, "items")
+        _charge(len(value))
     return value
 
 
@@ -103,6 +134,7 @@ def _predict(what: str, size: int, *, items: bool = False) -> None:
         raise _too_big(what, size, limit // 16, "items")
     if not items and size > limit:
         raise _too_big(what, size, limit)
+    _charge(size)
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -319,16 +351,51 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
         self.filters["random"] = _no_random
 
     def concat(self, pieces: Iterable[str]) -> str:
-        """Join output pieces, stopping as soon as they pass the limit."""
-        limit = _limit()
-        out: list[str] = []
-        total = 0
-        for piece in pieces:
-            total += len(piece)
-            if total > limit:
-                raise _too_big("the template's output", total, limit)
-            out.append(piece)
-        return "".join(out)
+        """Join output pieces, stopping as soon as they pass the limit.
+
+        The outermost call is one render (``Template.render`` joins the whole output here,
+        while the template runs): it holds the render's :class:`_Budget` of loop turns and
+        characters built in all, which captured blocks and macros share."""
+        budget: _Budget | None = getattr(_local, "budget", None)
+        if budget is None:
+            budget = _local.budget = _Budget()
+        budget.depth += 1
+        try:
+            limit = _limit()
+            out: list[str] = []
+            total = 0
+            for piece in pieces:
+                total += len(piece)
+                if total > limit:
+                    raise _too_big("the template's output", total, limit)
+                out.append(piece)
+            _charge(total)
+            return "".join(out)
+        finally:
+            budget.depth -= 1
+            if budget.depth == 0:
+                _local.budget = None
+
+    def counted(self, iterable: Any) -> Iterator[Any]:
+        """A ``{% for %}`` loop's items, each counted against the render's loop turns."""
+        budget: _Budget | None = getattr(_local, "budget", None)
+        for item in iterable:
+            if budget is not None:
+                budget.steps -= 1
+                if budget.steps < 0:
+                    limit = limits.current().template_steps
+                    raise SecurityError(
+                        f"this render's loops ran more than {limit:,} turns in all; "
+                        + limits.describe("template_steps", limit, "turns"))
+            yield item
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        """Parse, then route every ``{% for %}`` loop's items through :meth:`counted`."""
+        tree = super()._parse(source, name, filename)
+        for loop in tree.find_all(nodes.For):
+            loop.iter = nodes.Call(nodes.EnvironmentAttribute("counted"), [loop.iter], [],
+                                   None, None, lineno=loop.iter.lineno)
+        return tree
 
     def new_buffer(self) -> list[Any]:
         """An output buffer of a block (see :class:`_Buffer`)."""

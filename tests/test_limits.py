@@ -594,3 +594,45 @@ def test_a_pipe_read_by_choice_keeps_the_line_limit(tmp_path: Path) -> None:
                            "line 2 "
                            "is too long; the limit is 100 bytes (PROMPT_COMPILER_MAX_LINE_BYTES "
                            "raises it)\n")
+
+
+# --- the work of one render in all: loop turns and characters built ---------------------------
+
+TOTALS = {
+    "nested-loops": ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
+                     "{% endfor %}", "this render's loops ran more than 1,000,000 turns in all; "
+                     "the limit is 1,000,000 turns (PROMPT_COMPILER_MAX_TEMPLATE_STEPS raises "
+                     "it)"),
+    "many-big-values": ("{% for i in range(99999) %}{% set x = 'x' * 15000000 %}{% endfor %}",
+                        "this render has built more than 256,000,000 characters in all; the "
+                        "limit is 256,000,000 characters (PROMPT_COMPILER_MAX_TEMPLATE_CHARS "
+                        "raises it)"),
+    "many-big-blocks": ("{% set y = 'y' * 10000000 %}{% for i in range(99999) %}{% set x %}"
+                        "{{ y }}{% endset %}{% endfor %}",
+                        "this render has built more than 256,000,000 characters in all"),
+}
+
+
+@pytest.mark.parametrize(("template", "words"), list(TOTALS.values()), ids=list(TOTALS))
+def test_a_template_is_bounded_in_all_not_only_value_by_value(tmp_path: Path, template: str,
+                                                              words: str) -> None:
+    (tmp_path / "t.yaml").write_text(_jinja_dataset(template), encoding="utf-8")
+    line = one_error(tmp_path, "t.yaml")
+    assert line.startswith("compile-prompts: error: t.yaml: dataset 'evil'"), line
+    assert words in line, line
+
+
+def test_a_chat_template_that_loops_stops_and_the_variable_raises_the_turns(
+        tmp_path: Path) -> None:
+    chat = ("{% for i in range(1000) %}{% for j in range(100) %}{% endfor %}{% endfor %}"
+            "{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    text = (_jinja_dataset("{{ question }}").replace(
+        "models: [{abbr: m, parser: lm, meta_template: null}]",
+        f"models: [{{abbr: m, parser: hf_chat, chat_template: {json.dumps(chat)}}}]"))
+    (tmp_path / "t.yaml").write_text(text, encoding="utf-8")
+    line = one_error(tmp_path, "t.yaml", PROMPT_COMPILER_MAX_TEMPLATE_STEPS="50000")
+    assert "this render's loops ran more than 50,000 turns in all" in line, line
+    proc, _ = run_capped("t.yaml", "-o", "out", cwd=tmp_path)  # 100,101 turns: within 10^6
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "m" / "evil.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == "q"
