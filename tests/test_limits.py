@@ -378,10 +378,10 @@ BUILDERS = {
                   "join() would build 20,971,520 characters"),
     "list-plus-loop": (NS + "{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
                        "'+' would build 1,048,576 items; the limit is 1,000,000 items"),
-    "output-loop": ("{% for i in range(100000) %}{% for j in range(1000) %}aaaaaaaaaa"
-                    "{% endfor %}{% endfor %}", "the template's output would build"),
+    "output-loop": ("{% for i in range(100000) %}{% for j in range(1000) %}" + "a" * 1000
+                    + "{% endfor %}{% endfor %}", "the template's output would build"),
     "captured-block": ("{% set x %}{% for i in range(100000) %}{% for j in range(1000) %}"
-                       "aaaaaaaaaa{% endfor %}{% endfor %}{% endset %}{{ x|length }}",
+                       + "a" * 1000 + "{% endfor %}{% endfor %}{% endset %}{{ x|length }}",
                        "a captured block would build"),
 }
 
