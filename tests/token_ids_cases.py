@@ -134,6 +134,7 @@ CASES += [
 ]
 
 TEXTS = ["Hello world", " Hello", "  two spaces", "The cat\n\nsat  on the mat.\n", "",
+         "McDonald's HTTPServer iPhone a/b/\nc ABCdef",
          "h\u00e9llo \u4e2d\u6587 \U0001f642 123456", "\nx", "a\tb", "x ", "\ufb01 \u00dc",
          "<s>Hello", "a <s> b</s>c", "[INST] Hi [/INST]", "<|begin_of_text|>Hi",
          "x<|end_of_text|>\ny", "<|endoftext|> <|endoftext|>", "<unk>", "<bos>x<eos>"]
@@ -201,6 +202,18 @@ FOLDER_CASES = [
                                              "eos_token": "<|im_end|>"}),
     FolderCase("qwen_model_type_qwen2", "qwen", {}, {"model_type": "qwen2"}),
     FolderCase("deepseek_published", "deepseek", {}),
+    # transformers' Mistral regex fix: only asked for, with a pre-5 Mistral config.json
+    FolderCase("llama3_fix_mistral_regex", "llama3",
+               {**_L3, "tokenizer_class": "PreTrainedTokenizerFast"},
+               {"model_type": "mistral", "transformers_version": "4.50.0"},
+               {"fix_mistral_regex": True}),
+    FolderCase("llama3_fix_mistral_regex_new_config", "llama3",
+               {**_L3, "tokenizer_class": "PreTrainedTokenizerFast"},
+               {"model_type": "mistral", "transformers_version": "5.1.0"},
+               {"fix_mistral_regex": True}),
+    FolderCase("llama3_fix_mistral_regex_no_config", "llama3",
+               {**_L3, "tokenizer_class": "PreTrainedTokenizerFast"}, None,
+               {"fix_mistral_regex": True}),
 ]
 
 HERE_ROOT = HERE.parent

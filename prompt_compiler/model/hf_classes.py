@@ -320,9 +320,56 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
         backend.post_processor = processors.TemplateProcessing(
             single=single, pair=pair,
             special_tokens=[(t, i) for t, i in ((bos, bos_id), (eos, eos_id)) if t])
+    if kwargs.get("fix_mistral_regex") and backend.get_vocab_size() > 100000 \
+            and backend.pre_tokenizer is not None and _mistral_config(folder):
+        _fix_mistral_regex(backend)
     effective = {k: str(t) for k, t in ((k, _token_content(v)) for k, v in named.items())
                  if t is not None}
     return backend, cls, effective
+
+
+_MISTRAL_TYPES = ("mistral", "mistral3", "voxtral", "ministral", "pixtral")
+_MISTRAL_SPLIT = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+                  r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
+                  r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _mistral_config(folder: Path) -> bool:
+    """transformers' test for its Mistral pre-tokenizer fix: a ``config.json`` written before
+    transformers 5 whose model type is a Mistral one (or unnamed)."""
+    file = folder / "config.json"
+    if not file.is_file():
+        return False
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(config, dict):
+        return False
+    version = config.get("transformers_version")
+    try:
+        major = int(str(version).split(".")[0]) if version else 0
+    except ValueError:
+        major = 0
+    if major >= 5:
+        return False
+    model_type = config.get("model_type")
+    return model_type is None or model_type in _MISTRAL_TYPES
+
+
+def _fix_mistral_regex(backend: Any) -> None:
+    """``fix_mistral_regex=True``: transformers' corrected split put first in the
+    pre-tokenizer (a ``Metaspace`` one becomes byte-level behind it)."""
+    from tokenizers import Regex, pre_tokenizers
+
+    split = pre_tokenizers.Split(pattern=Regex(_MISTRAL_SPLIT), behavior="isolated")
+    current = backend.pre_tokenizer
+    if isinstance(current, pre_tokenizers.Sequence):
+        current[0] = split
+        return
+    if isinstance(current, pre_tokenizers.Metaspace):
+        current = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.pre_tokenizer = pre_tokenizers.Sequence([split, current])
 
 
 def missing_tokenizer_json(folder: Path) -> str:
