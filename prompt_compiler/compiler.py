@@ -18,7 +18,7 @@ from .assemble.chat import chat_records
 from .assemble.clp import clp_records
 from .assemble.gen import gen_records
 from .assemble.multiround import multiround_records
-from .assemble.ppl import ppl_records, ppl_reference_failure
+from .assemble.ppl import ppl_records, ppl_reference_failure, scored_reference_failure
 from .assemble.scoring import ll_records, ppl_only_records, sw_ce_loss_records
 from .config.custom import circular_rows, complete_custom_dataset
 from .config.records import CUSTOM_KEY, DERIVED_ABBR_KEY
@@ -461,6 +461,8 @@ class Compiler:
         failure = None
         if kind == "ppl" and retrieved:
             failure = ppl_reference_failure(job, job.build_ice(retrieved[0]))
+        elif kind in ("clp", "ll") and out:
+            failure = scored_reference_failure(job, kind, out[0])
         return CompiledDataset(job.abbr, job.model.abbr, kind, out,
                                tuple(labels) if labels is not None else None,
                                tuple(tuple(r) for r in retrieved), failure,

@@ -671,3 +671,57 @@ def test_raw_prompt_template_ppl_as_opencompass_runs_it(mode: str) -> None:
     zero = pc.Compiler(mode=mode).compile(_raw_ppl_dataset({"type": "ZeroRetriever"}),
                                           {"abbr": "m", "renderer": "api", "max_seq_len": 50})
     assert [r.prompt for r in zero.records] == [asked, asked]
+
+
+# -- what OpenCompass's scoring inferencers fail on after (or before) scoring ------------
+
+def _scoring_dataset(inferencer: dict[str, object], output_column: str | None = "a"
+                     ) -> dict[str, object]:
+    return {
+        "abbr": "s", "reader_cfg": {"input_columns": ["q", "cont", "choices"],
+                                    "output_column": output_column},
+        "infer_cfg": {
+            "ice_template": {"type": "PromptTemplate", "template": {"round": [
+                {"role": "HUMAN", "prompt": "Q: {q}"}, {"role": "BOT", "prompt": "A: {a}"}]}},
+            "prompt_template": {"type": "PromptTemplate", "ice_token": "</E>", "template": {
+                "begin": "</E>", "round": [{"role": "HUMAN", "prompt": "Q: {q}"},
+                                           {"role": "BOT", "prompt": "A:"}]}},
+            "retriever": {"type": "FixKRetriever", "fix_id_list": [0]},
+            "inferencer": inferencer},
+        "splits": {"train": [{"q": "1+1", "a": "2", "cont": " 2", "choices": ["2", "3"],
+                              "label": 0}],
+                   "test": [{"q": "2+2", "a": "4", "cont": " 4", "choices": ["4", "5"],
+                             "label": 1}]}}
+
+
+@pytest.mark.parametrize("mode", ["opencompass", "default"])
+def test_clp_and_ll_bookkeeping_failures_are_reported(mode: str) -> None:
+    # CLP removes the (PromptList) examples from the scored str with str.replace
+    clp = pc.Compiler(mode=mode).compile(_scoring_dataset({"type": "CLPInferencer"}),
+                                         {"abbr": "m", "renderer": "lm"})
+    assert clp.records[0].prompt == "Q: 1+1\nA: 2\nQ: 2+2\nA:"
+    assert clp.reference_failure == ("TypeError", "replace() argument 1 must be str, not "
+                                                  "PromptList")
+    # LL parses the examples first: a str for an LM model (no failure), messages for a
+    # chat-template model, removed from the message list item by item
+    ll = {"type": "LLInferencer", "labels": ["4"]}
+    lm = pc.Compiler(mode=mode).compile(_scoring_dataset(ll), {"abbr": "m", "renderer": "lm"})
+    assert lm.reference_failure is None
+    chat = pc.Compiler(mode=mode).compile(_scoring_dataset(ll),
+                                          {"abbr": "m", "renderer": "hf_chat"})
+    assert chat.reference_failure == (
+        "TypeError", "'in <string>' requires string as left operand, not PromptList")
+
+
+def test_ppl_only_checks_the_output_column_after_building_every_prompt() -> None:
+    # InferencePPLOnlyInferencer with an output column and examples to drop: OpenCompass
+    # fails rebuilding the prompt (D19) before it asserts output_column is None.
+    dataset = _scoring_dataset({"type": "InferencePPLOnlyInferencer"}, output_column="label")
+    model = {"abbr": "m", "renderer": "lm", "max_seq_len": 3}
+    with pytest.raises(pc.UnsupportedError) as info:
+        pc.Compiler(mode="opencompass").compile(dataset, model)
+    assert info.value.reference == ("ValueError", "too many values to unpack (expected 2)")
+    with pytest.raises(pc.UnsupportedError) as info:
+        pc.Compiler().compile(dataset, model)
+    assert info.value.reference == (
+        "AssertionError", "InferencePPLOnlyInferencer supports `output_column=None` only.")

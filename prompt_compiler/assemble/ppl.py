@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import RenderError
+from ..promptlist import RoleItem
 from ..template.raw_template import RawPromptTemplate
 from .base import Job, Record, fit_examples
 
-__all__ = ["ppl_records", "ppl_reference_failure", "ppl_row_records"]
+__all__ = ["ppl_records", "ppl_reference_failure", "ppl_row_records", "scored_reference_failure"]
 
 
 def _split_normalizing(job: Job, prompt: Any, normalizing_str: str) -> dict[str, Any]:
@@ -150,3 +151,23 @@ def _build_for(build: Callable[[int, list[int], Any, bool], Any], index: int, la
 
 def _over(limit: int, built: tuple[Any, Any, int | None]) -> bool:
     return built[2] is not None and built[2] > limit
+
+
+def scored_reference_failure(job: Job, kind: str, first: Record) -> tuple[str, str] | None:
+    """The error OpenCompass's CLP or LL inferencer hits *after* scoring, if any: it removes
+    the first batch's in-context text from each scored prompt with ``prompt.replace(ice,
+    '')``, which fails when the examples are a PromptList (CLP: as built; LL: as parsed)."""
+    ice = job.build_ice(list(first.ice_ids))
+    if kind == "ll":
+        ice = job.model.render(ice, "ppl", job.policy)
+    if isinstance(ice, str):
+        return None
+    name = "list" if type(ice) is list else "PromptList"
+    text = first.rendered if first.rendered is not None else first.prompt
+    for item in [text] if isinstance(text, str) else text:
+        if isinstance(item, str):
+            return ("TypeError", f"replace() argument 1 must be str, not {name}")
+        if (isinstance(item, RoleItem) and item.has("prompt")) or (
+                isinstance(item, Mapping) and "prompt" in item):
+            return ("TypeError", f"'in <string>' requires string as left operand, not {name}")
+    return None

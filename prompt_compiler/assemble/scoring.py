@@ -33,12 +33,28 @@ def require_no_output_column(job: Job, inferencer: str) -> None:
             reference=("AssertionError", f"{inferencer} supports `output_column=None` only."))
 
 
+def _after_every_prompt(job: Job, inferencer: str, records: Iterator[Record]
+                        ) -> Iterator[Record]:
+    """``records``; with an output column, OpenCompass's assertion, which it makes after it
+    has built every prompt (an error building one comes first)."""
+    if job.reader.output_column is None:
+        yield from records
+        return
+    for _ in records:
+        pass
+    require_no_output_column(job, inferencer)
+
+
 def ppl_only_records(job: Job, retrieved: Sequence[Sequence[int]], *,
                      token_labels: bool = False) -> Iterator[Record]:
     """PPLOnly (``token_labels=False``) or InferencePPLOnly (``True``) records."""
-    model, policy = job.model, job.policy
     name = "InferencePPLOnlyInferencer" if token_labels else "PPLOnlyInferencer"
-    require_no_output_column(job, name)
+    return _after_every_prompt(job, name, _ppl_only(job, retrieved, token_labels))
+
+
+def _ppl_only(job: Job, retrieved: Sequence[Sequence[int]], token_labels: bool
+              ) -> Iterator[Record]:
+    model, policy = job.model, job.policy
     for index, ids in enumerate(retrieved):
         job.row = index
         used = list(ids)
@@ -80,7 +96,10 @@ def ppl_only_records(job: Job, retrieved: Sequence[Sequence[int]], *,
 
 def sw_ce_loss_records(job: Job, params: Mapping[str, Any]) -> Iterator[Record]:
     """SWCELoss: the template text of each row, unparsed; windows are the scorer's job."""
-    require_no_output_column(job, "SWCELossInferencer")
+    return _after_every_prompt(job, "SWCELossInferencer", _sw_ce_loss(job, params))
+
+
+def _sw_ce_loss(job: Job, params: Mapping[str, Any]) -> Iterator[Record]:
     tp = job.prompt_template
     if tp is None:
         raise UnsupportedError("SWCELossInferencer builds its text from the prompt_template, "

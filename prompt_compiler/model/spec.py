@@ -353,14 +353,16 @@ class Model:
 
         OpenCompass converts a prompt into chat messages when it generates; a message list
         that is already OpenAI-style fails there (D18), not in the scoring modes."""
-        if self.renderer != "hf_chat":
-            return None
+        if self.renderer != "hf_chat" or isinstance(rendered, PromptList):
+            return None  # (an unparsed prompt: OpenCompass's CLP scores it as it is, D9)
         return to_chat_messages(rendered, pass_openai=policy.fixes("D18") or mode != "gen")
 
     def deliver(self, rendered: Any, mode: str, policy: Policy) -> Any:
         """What the model finally receives, when it differs from ``rendered`` and
         :meth:`chat_messages`: the chat template's text, or the API format's request."""
         if self.chat_template is None and self.api_format is None and self.prompter is None:
+            return None
+        if isinstance(rendered, PromptList):  # unparsed (CLP, D9): nothing to deliver but it
             return None
         messages = to_chat_messages(rendered,
                                     pass_openai=policy.fixes("D18") or mode != "gen")
