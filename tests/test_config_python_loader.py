@@ -162,7 +162,7 @@ def test_base_file_dunder_file_is_spelled_as_mmengine_spells_it(tmp_path: Path) 
 @pytest.mark.parametrize("files, why", [
     ({"base.py": "x = 1\n", "top.py": "_base_ = ['base.py']\ny = 2\n"}, "_base_"),
     ({"top.py": "work_dir = './{{ fileBasenameNoExtension }}'\n"}, "substitution"),
-    ({"top.py": "def f():\n    import json\n    return json\nx = [1]\n"}, "inside a function"),
+    ({"top.py": "def f():\n    import yaml\n    return yaml\nx = [1]\n"}, "inside a function"),
 ])
 def test_what_our_loader_declines_mmengine_loads(tmp_path: Path, files: dict[str, str],
                                                  why: str) -> None:

@@ -305,8 +305,33 @@ datasets = [*qa]
 
 
 def test_calling_an_import_while_the_config_loads(tmp_path: Path) -> None:
-    # mmengine's lazy-import mode makes `deepcopy` a lazy object: calling it raises.
+    # mmengine's lazy-import mode makes names imported from opencompass lazy objects:
+    # calling one raises.
     suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+from opencompass.utils import build_model_from_cfg
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = qa_datasets
+models = [build_model_from_cfg(dict(type=OpenAISDK, abbr='api', path='gpt-4o'))]
+""")
+    assert _error(suite) == (
+        "compile-prompts: error: eval_x.py: calls `build_model_from_cfg(...)` (line 9), a name "
+        "imported outside `with read_base():`: OpenCompass loads configs in mmengine's "
+        "lazy-import mode, where such names cannot be called while the config loads "
+        "(OpenCompass 0.5.4 stops on this config too) (hint: copy or build the values without "
+        "calling an import (e.g. `dict(d)`, `[dict(x) for x in xs]`, or the config dict's own "
+        "`.deepcopy()`))\n")
+
+
+def test_deepcopy_from_the_standard_library_works(tmp_path: Path) -> None:
+    # OpenCompass's eval_mmlu_with_zero_retriever_overwritten.py: `from copy import deepcopy`
+    # is a real import for mmengine where the standard library lies in the environment
+    # (conda, a system Python), as OpenCompass is installed; here wherever Python lies.
+    suite = _suite(tmp_path, f"""\
 from copy import deepcopy
 
 from mmengine.config import read_base
@@ -320,15 +345,11 @@ datasets = []
 for d in qa_datasets:
     d = deepcopy(d)
     d['infer_cfg']['retriever'] = dict(type=ZeroRetriever)
+    d['infer_cfg']['prompt_template']['template']['round'][0]['prompt'] = 'Zero: {{question}}'
     datasets.append(d)
-models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o')]
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
 """)
-    assert _error(suite) == (
-        "compile-prompts: error: eval_x.py: calls `deepcopy(...)` (line 12), a name imported "
-        "outside `with read_base():`: OpenCompass loads configs in mmengine's lazy-import mode, "
-        "where such names cannot be called while the config loads (OpenCompass 0.5.4 stops on "
-        "this config too) (hint: copy or build the values without calling an import (e.g. "
-        "`dict(d)`, `[dict(x) for x in xs]`, or the config dict's own `.deepcopy()`))\n")
+    assert _compile(suite) == {"api/qa": [[{"role": "user", "content": "Zero: 2+2?"}]]}
 
 
 def test_the_config_dicts_own_deepcopy_works(tmp_path: Path) -> None:
@@ -431,3 +452,60 @@ with read_base():
         f"..TheoremQA.TheoremQA_post_v2_gen_2c2583 import ...` ({folder / 'base_core.py'}, "
         f"line 5): there is no config file {folder}/../TheoremQA/TheoremQA_post_v2_gen_2c2583.py"
         " (OpenCompass 0.5.4 stops on this config too)\n")
+
+
+# -- chatml_datasets ------------------------------------------------------------------------
+
+CHATOBJ = """\
+chatobj_custom_reader_cfg = dict(input_columns=['question'], output_column='answer')
+chatobj_custom_infer_cfg = dict(
+    prompt_template=dict(type='RawPromptTemplate',
+                         messages=[{'role': 'user', 'content': '{question}\\nBox it.'}]),
+    retriever=dict(type='ZeroRetriever'),
+    inferencer=dict(type='GenInferencer'),
+)
+chatobj_custom_datasets = dict(type='ChatMLDataset')
+"""
+
+
+def test_chatml_datasets_are_built_as_opencompass_builds_them(tmp_path: Path) -> None:
+    # OpenCompass 0.5.4's run.py: each chatml_datasets entry becomes a ChatMLDataset with the
+    # configs folder's chatobj_custom settings, appended to `datasets`; ChatMLDataset rows
+    # are the first user message (question) and the first answer (answer).
+    demo = """\
+datasets = [dict(abbr='demo', path='./data/demo.jsonl', evaluator=dict(type='math_evaluator'),
+                 test_range='[0:2]')]
+"""
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+    from opencompass.configs.chatml_datasets.demo.demo_gen import datasets as demo_chatml
+
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
+datasets = [*qa_datasets]
+chatml_datasets = sum((v for k, v in locals().items() if k.endswith('_chatml')), [])
+""", {"datasets/chatobj_custom/chatobj_custom_gen.py": CHATOBJ,
+      "chatml_datasets/demo/demo_gen.py": demo})
+    rows = [
+        {"question": [{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": "Sum {answer}: 2+2?"}], "answer": ["4"],
+         "source": "x"},
+        {"question": [{"role": "user", "content": "A metal?"},
+                      {"role": "assistant", "content": "iron"},
+                      {"role": "user", "content": "Another?"}], "answer": ["iron", "tin"]},
+        {"question": [{"role": "user", "content": "Not compiled (test_range)"}],
+         "answer": ["-"]},
+    ]
+    (suite / "data" / "demo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first = "Sum {answer}: 2+2?\nBox it."
+    for mode in ("default", "compat"):
+        if mode == "compat":  # OpenCompass fills `question`, then `answer` inside it (D1)
+            first = "Sum 4: 2+2?\nBox it."
+        assert _compile(suite, mode=mode) == {
+            "api/qa": [[{"role": "user", "content": "Q: 2+2?"}]],
+            "api/demo": [[{"role": "user", "content": first}],
+                         [{"role": "user", "content": "A metal?\nBox it."}]],
+        }

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ConfigError, LimitError, PromptCompilerError
 from ..values import describe_load_error
 from ..yamlload import load_yaml
+from .chatml import CHATML_KEY, chatml_entries
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
 from .oc_configs import configs_folder, package_root, remember_root
 from .pyconfig import load_python_config
@@ -145,6 +146,9 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
         normalize_dataset(entry, display, key)
         for key, entry in collect_entries(top, "datasets", display)
     )
+    if suffix == ".py" and top.get(CHATML_KEY) is not None:  # appended, as run.py does
+        datasets += tuple(normalize_dataset(entry, display, f"{CHATML_KEY}[{i}]")
+                          for i, entry in enumerate(chatml_entries(top, display, root)))
     models = tuple(_model(entry, display, key, defer)
                    for key, entry in collect_entries(top, "models", display))
     combinations = _combinations(top, display, defer)

@@ -73,7 +73,10 @@ def collect_entries(
         sources = [(kind, value)]
     else:
         suffix = "_" + kind
-        sources = [(k, v) for k, v in top.items() if k.endswith(suffix) and isinstance(v, list)]
+        # chatml_datasets are not dataset configs: OpenCompass builds datasets from them
+        # (see .chatml)
+        sources = [(k, v) for k, v in top.items() if k.endswith(suffix) and isinstance(v, list)
+                   and k != "chatml_datasets"]
     out: list[tuple[str, Any]] = []
     for name, items in sources:
         for index, entry in enumerate(items):

@@ -117,7 +117,8 @@ def load_variables(
                     raise
         from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
 
-        cfg = _fromfile(Config, path, display, root)
+        with python_loader.stdlib_as_builtin():
+            cfg = _fromfile(Config, path, display, root)
         raw = object.__getattribute__(cfg, "_cfg_dict")
         return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
 

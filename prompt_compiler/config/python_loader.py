@@ -39,7 +39,10 @@ import importlib.util
 import os
 import re
 import sys
+import threading
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError
@@ -130,19 +133,54 @@ class _ModuleKinds:
     def builtin(self, name: str) -> bool:
         """mmengine imports these for real; any other import becomes a lazy object.
 
-        Standard library means: found, and its file is frozen, or lies below the
-        interpreter's prefix or ``/usr/lib/python`` and not in a ``site-packages`` or
-        ``dist-packages`` folder. A relative name is never standard library.
+        Standard library means: a module of ``sys.stdlib_module_names``, or found, and its
+        file is frozen, or lies below the interpreter's prefix or ``/usr/lib/python`` and not
+        in a ``site-packages`` or ``dist-packages`` folder. A relative name is never standard
+        library. (mmengine itself only checks where the file lies, so in a virtual environment
+        on a Python installed elsewhere, as pyenv and uv make them, ``copy`` would count as
+        third-party; :func:`stdlib_as_builtin` gives it the same rule as here.)
         """
         if name.startswith("."):
             return False
         if name.startswith("mmengine.config") or name in sys.builtin_module_names:
             return True
         top = name.split(".")[0]
+        if top in sys.stdlib_module_names:
+            return True
         found = self._cache.get(top)
         if found is None:
             found = self._cache[top] = _stdlib_origin(top)
         return found
+
+
+@contextmanager
+def stdlib_as_builtin() -> Iterator[None]:
+    """While active, mmengine's ``Config`` counts every standard-library module as built-in
+    (imported for real), as :meth:`_ModuleKinds.builtin` does, wherever the interpreter's
+    files lie: a config's ``from copy import deepcopy`` then works as it does in the
+    environments OpenCompass is installed in (conda, a system Python)."""
+    from mmengine.config import config as mm_config  # type: ignore[import-untyped,unused-ignore]
+    from mmengine.config import utils as mm_utils  # type: ignore[import-untyped,unused-ignore]
+
+    original = mm_utils._is_builtin_module
+
+    def is_builtin(module_name: str) -> bool:
+        if not module_name.startswith(".") and \
+                module_name.split(".")[0] in sys.stdlib_module_names:
+            return True
+        return bool(original(module_name))
+
+    with _PATCH_LOCK:
+        mm_utils._is_builtin_module = is_builtin
+        mm_config._is_builtin_module = is_builtin
+        try:
+            yield
+        finally:
+            mm_utils._is_builtin_module = original
+            mm_config._is_builtin_module = original
+
+
+_PATCH_LOCK = threading.RLock()
 
 
 def _stdlib_origin(top: str) -> bool:

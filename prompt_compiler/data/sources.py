@@ -43,6 +43,7 @@ from .rows import LazyRows, Row
 __all__ = [
     "BUILTIN_READERS",
     "LoadedRows",
+    "chatml_rows",
     "JsonlRows",
     "attach_rows",
     "load_splits",
@@ -62,6 +63,7 @@ BUILTIN_READERS: dict[str, str | None] = {
     "parquet": "parquet",
     "JsonlDataset": "jsonl",  # OpenCompass's JSONL loader
     "CustomDataset": None,  # OpenCompass's loader that picks .jsonl / .csv by suffix
+    "ChatMLDataset": "chatml",  # OpenCompass's ChatML loader (chatml_datasets): chatml_rows
 }
 _SUFFIX_READERS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 _HF_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
@@ -243,6 +245,8 @@ def _read(file: Path, reader: str | None) -> LoadedRows:
         raise NotPeekable(str(file))
     if reader == "jsonl":
         return LoadedRows(_jsonl(file), None, str(file))
+    if reader == "chatml":
+        return LoadedRows(chatml_rows(file), None, str(file))
     if reader == "json":
         data = read_json(file)
         if isinstance(data, list):
@@ -404,6 +408,41 @@ def peeking() -> Iterator[None]:
         yield
     finally:
         _PEEKING.reset(token)
+
+
+def chatml_rows(file: Path) -> list[Row]:
+    """The rows OpenCompass 0.5.4's ``ChatMLDataset`` loads from a ChatML JSON Lines file.
+
+    Each line holds ``question`` (messages: ``system``/``user``/``assistant`` dicts with a
+    ``content``) and ``answer`` (a list of strings); other keys are dropped. A row is
+    ``chatml_question``, ``chatml_answer`` (those two), ``question`` (the content of the first
+    user message) and ``answer`` (the first answer, ``''`` if none).
+
+    Raises:
+        DataError: A line is not of that shape (file and line named).
+    """
+    rows: list[Row] = []
+    for n, raw in enumerate(read_jsonl(file)):
+        where = f"{file}: row {n}"
+        question, answer = raw.get("question"), raw.get("answer")
+        if not isinstance(question, list) or not all(
+                isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+                and "content" in m for m in question):
+            raise DataError(f"{where}: a ChatML row's 'question' is a list of messages "
+                            "(dicts with a role system, user or assistant and a content)")
+        if not isinstance(answer, list) or not all(isinstance(a, str) for a in answer):
+            raise DataError(f"{where}: a ChatML row's 'answer' is a list of strings")
+        users = sum(m["role"] == "user" for m in question)
+        if len(answer) not in (1, users):
+            raise DataError(f"{where}: a ChatML row has one answer or one per user message "
+                            f"({users}), got {len(answer)} (OpenCompass's check)")
+        user = next((m["content"] for m in question if m["role"] == "user"), None)
+        if not user:
+            raise DataError(f"{where}: a ChatML row needs a user message with content "
+                            "(OpenCompass's ChatMLDataset takes the first one as the question)")
+        rows.append({"chatml_question": question, "chatml_answer": answer,
+                     "question": user, "answer": answer[0] if answer else ""})
+    return rows
 
 
 def _jsonl(file: Path) -> Sequence[Row]:
