@@ -460,7 +460,9 @@ class Compiler:
         retrieved, labels, out = run.retrieved, run.labels, tuple(run.records)
         failure = None
         if kind == "ppl" and retrieved:
-            failure = ppl_reference_failure(job, job.build_ice(retrieved[0]))
+            # the first row's examples as the first label left them (after any truncation)
+            first = list(out[0].ice_ids) if out else retrieved[0]
+            failure = ppl_reference_failure(job, job.build_ice(first))
         elif kind in ("clp", "ll") and out:
             failure = scored_reference_failure(job, kind, out[0])
         return CompiledDataset(job.abbr, job.model.abbr, kind, out,

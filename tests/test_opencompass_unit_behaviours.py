@@ -725,3 +725,19 @@ def test_ppl_only_checks_the_output_column_after_building_every_prompt() -> None
         pc.Compiler().compile(dataset, model)
     assert info.value.reference == (
         "AssertionError", "InferencePPLOnlyInferencer supports `output_column=None` only.")
+
+
+def test_ppl_bookkeeping_failure_follows_the_first_rows_truncated_examples() -> None:
+    api = {"abbr": "m", "renderer": "api", "meta_template": {"round": [
+        {"role": "HUMAN", "api_role": "HUMAN"},
+        {"role": "BOT", "api_role": "BOT", "generate": True}]}}
+    dataset = _scoring_dataset({"type": "PPLInferencer", "labels": ["4", "5"]})
+    kept = pc.Compiler(mode="opencompass").compile(dataset, api)
+    assert kept.records[0].ice_ids == (0,)
+    assert kept.reference_failure == (
+        "TypeError", "'in <string>' requires string as left operand, not PromptList")
+    # every example dropped for max_seq_len: the examples are '' and the failure comes later
+    dropped = pc.Compiler(mode="opencompass").compile(dataset, {**api, "max_seq_len": 3})
+    assert dropped.records[0].ice_ids == ()
+    assert dropped.reference_failure == (
+        "AttributeError", "'PromptList' object has no attribute 'encode'")
