@@ -438,8 +438,8 @@ CASES = [
     ),
     Case(
         "python-config-bad-value",
-        {"cfg.py": PY_DATASET.replace("rows=[", "seed=object(), rows=[")},
-        ["cfg.py", "datasets[0].seed", "object"],
+        {"cfg.py": PY_DATASET.replace("rows=[", "seed={1}, rows=[")},  # (object() is refused)
+        ["cfg.py", "datasets[0].seed", "set"],
         ["cfg.py"],
     ),
 ]

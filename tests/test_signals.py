@@ -192,3 +192,28 @@ def test_an_error_in_one_pair_with_jobs_is_one_line_without_pool_tracebacks(
             run.stderr
         assert "bad.jsonl: line 2: malformed JSON" in run.stderr, run.stderr
         assert files(out) == old and beside(out) == []
+
+
+def test_a_signal_as_the_command_ends_never_kills_it_without_a_word(tmp_path: Path) -> None:
+    """SIGTERM sent as soon as the command's error line is out (while the interpreter shuts
+    down, when its default handlers are back): the command ends with its own status and
+    line, never status -15 with nothing said."""
+    (tmp_path / "bad.yaml").write_text("datasets: [1]\n", encoding="utf-8")
+    for _ in range(8):
+        proc = start("bad.yaml", "-o", "out", cwd=tmp_path)
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        proc.wait(timeout=60)
+        assert proc.stdout is not None
+        proc.stdout.close()
+        proc.stderr.close()
+        assert first.startswith("compile-prompts: error: bad.yaml: "), first
+        assert "Traceback" not in rest, rest
+        assert proc.returncode in (1, 143), (proc.returncode, first, rest)
+        if proc.returncode == 143:  # it arrived before the command had its status
+            assert rest == "compile-prompts: stopped by SIGTERM\n", rest
+        else:
+            assert rest == "", rest

@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(status)
+    if command:
+        signals.finished()
     return status
 
 

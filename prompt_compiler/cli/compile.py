@@ -203,8 +203,19 @@ def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0 or (args.limit is not None and args.limit < 0):
         _parser().error("--jobs must be >= 1, and --show and --limit >= 0")
+    said.clear()
     with stopping(), warnings_to_stderr():
-        return _run(args)
+        try:
+            return _run(args)
+        except (Stopped, KeyboardInterrupt) as stop:  # after _run's own handlers: while the
+            if said:  # error line was printed or the summary written, the run had its status
+                return said[-1]
+            return reported(stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT))
+
+
+said: list[int] = []
+"""The exit status once the run has printed its outcome (its error line): a stop signal that
+arrives after that (while the line is printed, or the summary) changes nothing."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -268,16 +279,19 @@ def _run(args: argparse.Namespace) -> int:
                 return 1
     except PromptCompilerError as err:
         progress.done()
+        said.append(1)
         print(f"compile-prompts: error: {one_line(str(err))}", file=sys.stderr)
         return 1
     except strict_errors as warning:  # --strict: every warning is an error
         progress.done()
+        said.append(1)
         print(f"compile-prompts: error: {one_line(str(warning))}", file=sys.stderr)
         return 1
     except (Stopped, KeyboardInterrupt) as stop:
         progress.done()
         return reported(stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT))
     progress.done()
+    said.append(0)  # OUT is complete: a stop now changes nothing
     if args.json:
         print(json_text(manifest))
     else:

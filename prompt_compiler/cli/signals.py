@@ -23,7 +23,7 @@ from types import FrameType
 
 from ..interrupts import defer
 
-__all__ = ["Stopped", "install", "reported", "stopped", "stopping"]
+__all__ = ["Stopped", "finished", "install", "reported", "stopped", "stopping"]
 
 _NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 _state: dict[str, int] = {}
@@ -74,6 +74,17 @@ def install() -> None:
     with contextlib.suppress(ValueError, OSError):  # ValueError: not the main thread
         for sig in _signals():
             signal.signal(sig, _quit)
+
+
+def finished() -> None:
+    """The command has its exit status: block the stop signals until the process ends.
+
+    The interpreter's shutdown puts the default handlers back; a SIGTERM arriving then would
+    kill the finished command (status -15, after its output and error line were written).
+    Blocked, it is simply not delivered: the command ends with its own status."""
+    if hasattr(signal, "pthread_sigmask"):
+        with contextlib.suppress(ValueError, OSError):
+            signal.pthread_sigmask(signal.SIG_BLOCK, _signals())
 
 
 # Code that an exception raised from a signal handler can break: locks, queues, pools,
