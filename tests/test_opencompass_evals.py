@@ -509,3 +509,71 @@ chatml_datasets = sum((v for k, v in locals().items() if k.endswith('_chatml')),
             "api/demo": [[{"role": "user", "content": first}],
                          [{"role": "user", "content": "A metal?\nBox it."}]],
         }
+
+
+# -- shapes of OpenCompass's own configs the config guard reads as data ----------------------
+
+SUMMARIZER = """\
+from opencompass.summarizers import DefaultSummarizer
+
+demo_summary_groups = [dict(name='demo', subsets=['qa'])]
+
+
+class DemoSummarizer(DefaultSummarizer):
+    open('{mark}', 'w')  # never runs: a class body is not run
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+summarizer = dict(type=DemoSummarizer, summary_groups=demo_summary_groups)
+"""
+
+
+def test_a_class_in_a_shipped_summarizer_is_an_inert_name(tmp_path: Path) -> None:
+    # OpenCompass 0.5.4's summarizers/scireasoner.py defines a summarizer class; prompts
+    # never depend on it.
+    mark = tmp_path / "ran"
+    suite = _suite(tmp_path, f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+    from opencompass.configs.summarizers.demo import summarizer
+
+datasets = qa_datasets
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
+try:
+    models[0]['max_out_len'] = int('not a number')
+except:
+    models[0]['max_out_len'] = 8
+""", {"summarizers/demo.py": SUMMARIZER.format(mark=mark)})
+    assert _compile(suite) == {"api/qa": [[{"role": "user", "content": "Q: 2+2?"}]]}
+    assert not mark.exists()
+
+
+def test_a_bare_except_does_not_catch_the_time_limit(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+datasets = qa_datasets
+try:
+    while True:
+        pass
+except:
+    pass
+""")
+    env = {**os.environ, "PROMPT_COMPILER_MAX_CONFIG_SECONDS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", "eval_x.py", "--check",
+                           "--opencompass-configs", str(tmp_path / "oc" / "configs")],
+                          cwd=suite, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "PROMPT_COMPILER_MAX_CONFIG_SECONDS" in proc.stderr, proc.stderr

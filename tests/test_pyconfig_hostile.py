@@ -79,10 +79,6 @@ PAYLOADS = {
                        "line 1: the attribute .__class__ (not available in a config)"),
     "generator-frame": (f"g = (i for i in [1])\ng.gi_frame.f_builtins['open']('{MARK}', 'w')\n"
                         "X = 'q'", f"line 2: the attribute .f_builtins; {RULES}"),
-    "class-definition": ("class A:\n    pass\nX = 'q'",
-                         f"line 1: a class definition (class A); {RULES}"),
-    "bare-except": ("try:\n    X = 'q'\nexcept:\n    pass",
-                    f"line 3: a bare `except:` (name the exceptions it catches); {RULES}"),
     "catch-everything": ("try:\n    X = 'q'\nexcept BaseException:\n    pass",
                          f"line 3: the builtin BaseException() (not available in a config); "
                          f"{RULES}"),

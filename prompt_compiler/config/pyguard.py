@@ -7,9 +7,12 @@ rewritten here:
 
 * no name or attribute that starts with ``__`` (``().__class__.__bases__``,
   ``__import__``, ``__builtins__``; ``__file__`` and ``__name__`` are allowed), no frame or
-  code attribute (``gi_frame``, ``f_globals``, ``mro``, ...), no class definition, no ``match``,
-  no bare ``except:``, and no builtin outside :data:`SAFE_BUILTINS` (``exec``, ``compile``,
+  code attribute (``gi_frame``, ``f_globals``, ``mro``, ...), no ``match``, and no builtin
+  outside :data:`SAFE_BUILTINS` (``exec``, ``compile``,
   ``getattr`` on private names, ``vars``, ``type``, ``input``, ``breakpoint`` ...);
+* a class definition is never run: an inert stand-in named after it takes its place (a
+  ``type=`` naming it reads as ``config.<name>``); a bare ``except:`` catches what
+  ``except Exception:`` catches;
 * every attribute read goes through :func:`_attr`, which refuses the same names at run time
   and turns ``str.format``/``format_map`` into the names-only formatter of
   :mod:`prompt_compiler.safe_format`;
@@ -93,7 +96,7 @@ def check(tree: ast.AST, display: str) -> None:
     assigned |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
     assigned |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
                  if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    for node in ast.walk(tree):
+    for node in _walk_outside_classes(tree):
         what = _refusal(node, assigned)
         if what:
             line = getattr(node, "lineno", None)
@@ -105,13 +108,20 @@ def check(tree: ast.AST, display: str) -> None:
                      "builtins of docs/configs.md, and import opencompass.* and base configs")
 
 
+def _walk_outside_classes(tree: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` that does not enter class definitions: a class is never run (the rewrite
+    puts an inert stand-in named after it in its place, see :func:`_inert_class`)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if not isinstance(node, ast.ClassDef):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def _refusal(node: ast.AST, assigned: set[str]) -> str | None:
-    if isinstance(node, ast.ClassDef):
-        return f"a class definition (class {node.name})"
     if isinstance(node, ast.Match):
         return "a match statement"
-    if isinstance(node, ast.ExceptHandler) and node.type is None:
-        return "a bare `except:` (name the exceptions it catches)"
     if isinstance(node, ast.Attribute) and _bad_attr(node.attr):
         return f"the attribute .{node.attr[:60]}"
     if isinstance(node, ast.Name):
@@ -149,6 +159,22 @@ class _Rewrite(ast.NodeTransformer):
 
     _OPS: typing.ClassVar[dict[type, str]] = {ast.Pow: "__pc_pow", ast.Mult: "__pc_mul",
                                               ast.LShift: "__pc_lshift"}
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        # A class in a config (OpenCompass's summarizers define some) is only ever named as a
+        # `type=`: its body, bases and decorators never run; an inert stand-in takes its name.
+        stand_in = ast.Assign(
+            targets=[ast.Name(id=node.name, ctx=ast.Store())],
+            value=ast.Call(func=ast.Name(id="__pc_class", ctx=ast.Load()),
+                           args=[ast.Constant(value=node.name)], keywords=[]))
+        return ast.copy_location(stand_in, node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        # A bare `except:` catches what `except Exception:` catches: never the guards' stops.
+        self.generic_visit(node)
+        if node.type is None:
+            node.type = ast.copy_location(ast.Name(id="Exception", ctx=ast.Load()), node)
+        return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
@@ -832,4 +858,13 @@ def compile_config(tree: ast.AST, filename: str, display: str, mode: str = "exec
     return compile(rewritten, filename, mode)
 
 
+def _inert_class(name: str) -> Any:
+    """The stand-in for a class a config defines: a placeholder class named
+    ``config.<name>`` (a ``type=`` naming it reads as that name)."""
+    from .opencompass_shim import _make_placeholder
+
+    return _make_placeholder(f"config.{name}")
+
+
 SAFE_BUILTINS["__pc_tick"] = _tick
+SAFE_BUILTINS["__pc_class"] = _inert_class
