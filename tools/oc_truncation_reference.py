@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                      "tokenizers": tokenizers.__version__, "tiktoken": tiktoken.__version__},
         "jobs": {},
     }
-    for case in cases.MODELS:
+    for case in cases.present():
         calls: list[Any] = []
         model = make_model(case, folders, calls)
         for ds in case.datasets:
