@@ -28,6 +28,12 @@ if _sys.argv[:1] == ["-m"] or _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1]
     from .cli.signals import install as _install
 
     _install()
+    # NumPy's OpenBLAS (imported with pyarrow or BM25) reserves buffers per core when it
+    # loads and exits the process with its own message when it cannot (a memory cap):
+    # one thread is all prompt building uses.
+    import os as _os
+
+    _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from typing import TYPE_CHECKING, Any
 

@@ -636,3 +636,35 @@ def test_a_chat_template_that_loops_stops_and_the_variable_raises_the_turns(
     assert proc.returncode == 0, proc.stderr
     record = json.loads((tmp_path / "out" / "m" / "evil.jsonl").read_text(encoding="utf-8"))
     assert record["prompt"] == "q"
+
+
+def test_a_parquet_file_of_20000_columns_stops_at_the_column_limit_unread(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table({**{f"c{i}": [1] for i in range(20_000)}, "question": ["q"], "answer": ["a"]})
+    pq.write_table(table, tmp_path / "wide.parquet")
+    (tmp_path / "s.yaml").write_text(suite_reading("wide.parquet"), encoding="utf-8")
+    before = state(tmp_path)  # (pyarrow maps more than CAP of address space: no cap here)
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", "s.yaml", "-o", "out",
+                           "--limit", "1"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert time.monotonic() - began < SECONDS and proc.returncode == 1
+    assert proc.stderr == (
+        "compile-prompts: error: s.yaml: dataset 'd', model 'm': wide.parquet: 20,002 columns; "
+        "the limit is 10,000 (PROMPT_COMPILER_MAX_COLUMNS raises it)\n")
+    assert state(tmp_path) == before and not (tmp_path / "out").exists()
+
+
+def test_parquet_under_a_memory_cap_is_one_line_of_ours(tmp_path: Path) -> None:
+    """Under a 300 MB cap NumPy's OpenBLAS (loaded with pyarrow) could not reserve its
+    per-core buffers and ended the process with its own line; the command now sets
+    OPENBLAS_NUM_THREADS=1 (unless set). pyarrow itself may still fail there: one line."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"question": ["q"], "answer": ["a"]}), tmp_path / "r.parquet")
+    (tmp_path / "s.yaml").write_text(suite_reading("r.parquet"), encoding="utf-8")
+    proc, _ = run_capped("s.yaml", "-o", "out", cwd=tmp_path)
+    if proc.returncode:
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("compile-prompts: error: s.yaml: "), proc.stderr

@@ -22,7 +22,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from .. import limits
+from ..errors import DataError, LimitError
 from ..values import check_row
 from .rows import LazyRows, Row
 
@@ -89,9 +90,15 @@ class ParquetRows(LazyRows):
                 schema = meta.schema_arrow
             except OSError as exc:
                 raise DataError(f"{file}: cannot read: {exc.strerror or exc}") from None
+            except MemoryError as exc:  # pyarrow.ArrowMemoryError: a footer too big to read
+                raise DataError(f"{file}: cannot read its footer: out of memory ({exc})") from None
             except Exception as exc:  # pyarrow.ArrowInvalid and others for a non-Parquet file
                 raise DataError(f"{file}: not a Parquet file ({exc})") from None
             names = list(schema.names)
+            most = limits.current().columns
+            if len(names) > most:  # before any row is read: each row would be that wide
+                raise LimitError(f"{file}: {len(names):,} columns; "
+                                 + limits.describe("columns", most))
             if columns is None:
                 columns = names
             elif names != columns:
@@ -144,7 +151,7 @@ class ParquetRows(LazyRows):
             return table
         n, g = self._groups[group]
         try:
-            table = self._file(n).read_row_group(g)
+            table = self._file(n).read_row_group(g, use_threads=False)
         except Exception as exc:
             raise DataError(f"{self._where(group)}: cannot read this row group ({exc})") from None
         self._cache[group] = table
