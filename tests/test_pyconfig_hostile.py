@@ -218,3 +218,17 @@ print('loaded')
     assert proc.stderr == "loaded\n"  # a config's print goes to stderr
     record = json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text(encoding="utf-8"))
     assert record["prompt"] == "Think first. q default-4 ba01 1024"  # sorted by len is stable
+
+
+def test_a_config_set_iterates_in_the_order_items_were_added(tmp_path: Path) -> None:
+    """Python's sets of strings iterate in an order PYTHONHASHSEED changes (OpenCompass's
+    calm config builds its dataset list from one); a config's sets keep insertion order."""
+    code = ("names = {'delta', 'alpha', 'charlie', 'bravo'}\nnames.add('echo')\n"
+            "names.discard('alpha')\nmore = {n.upper() for n in ['x', 'y', 'x']} | {'Z'}\n"
+            "X = ' '.join(list(names) + list(more) + [str(set()), str({'q'})]) + ' {question}'")
+    config(tmp_path, code)
+    for seed in ("1", "2", "3"):
+        proc, _ = run(tmp_path, "c.py", "-o", f"out{seed}", PYTHONHASHSEED=seed)
+        assert proc.returncode == 0, proc.stderr
+        record = json.loads((tmp_path / f"out{seed}" / "m" / "d.jsonl").read_text("utf-8"))
+        assert record["prompt"] == "delta charlie bravo echo X Y Z set() {'q'} q"

@@ -49,7 +49,7 @@ import sys
 import time
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableSet
 from typing import Any
 
 from .. import limits
@@ -225,6 +225,20 @@ class _Rewrite(ast.NodeTransformer):
         node.ifs.insert(0, ast.Call(func=ast.Name(id="__pc_tick", ctx=ast.Load()), args=[],
                                     keywords=[]))
         return node
+
+    def visit_Set(self, node: ast.Set) -> ast.AST:
+        self.generic_visit(node)
+        listed = ast.List(elts=node.elts, ctx=ast.Load())
+        call = ast.Call(func=ast.Name(id="__pc_set", ctx=ast.Load()), args=[listed],
+                        keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        self.generic_visit(node)
+        listed = ast.ListComp(elt=node.elt, generators=node.generators)
+        call = ast.Call(func=ast.Name(id="__pc_set", ctx=ast.Load()), args=[listed],
+                        keywords=[])
+        return ast.copy_location(call, node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
@@ -435,6 +449,98 @@ class _Range:
 
 
 _Range.__name__ = _Range.__qualname__ = "range"  # as the values it stands for are named
+
+
+class _OrderedSet(MutableSet[Any]):
+    """``set`` in a config: the same operations, iterated in the order items were added.
+
+    Python's own sets iterate strings in an order that changes with ``PYTHONHASHSEED``, so
+    ``list({'b', 'a'})`` (OpenCompass's calm config does this) would differ from run to
+    run; a config's sets keep insertion order instead."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, iterable: Any = ()) -> None:
+        self._items: dict[Any, None] = dict.fromkeys(iterable)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, item: Any) -> None:
+        self._items[item] = None
+
+    def discard(self, item: Any) -> None:
+        self._items.pop(item, None)
+
+    def update(self, *iterables: Any) -> None:
+        for iterable in iterables:
+            self._items.update(dict.fromkeys(iterable))
+
+    def union(self, *iterables: Any) -> _OrderedSet:
+        result = type(self)(self)
+        result.update(*iterables)
+        return result
+
+    def intersection(self, *iterables: Any) -> _OrderedSet:
+        result = type(self)(self)
+        for iterable in iterables:
+            other = _OrderedSet(iterable)
+            result = type(self)(x for x in result if x in other)
+        return result
+
+    def difference(self, *iterables: Any) -> _OrderedSet:
+        result = type(self)(self)
+        for iterable in iterables:
+            for item in iterable:
+                result.discard(item)
+        return result
+
+    def issubset(self, other: Any) -> bool:
+        return all(x in _OrderedSet(other) for x in self)
+
+    def issuperset(self, other: Any) -> bool:
+        return all(x in self for x in other)
+
+    def copy(self) -> _OrderedSet:
+        return type(self)(self)
+
+    def __repr__(self) -> str:
+        if not self._items:
+            return f"{type(self).__name__}()"
+        inner = ", ".join(map(repr, self._items))
+        return f"{{{inner}}}" if type(self).__name__ == "set" else f"frozenset({{{inner}}})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_OrderedSet, set, frozenset)):
+            return len(self) == len(other) and all(x in other for x in self)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _OrderedFrozenSet(_OrderedSet):
+    """``frozenset`` in a config (hashable, no ``add``)."""
+
+    __slots__ = ()
+
+    def add(self, item: Any) -> None:
+        raise AttributeError("'frozenset' object has no attribute 'add'")
+
+    def discard(self, item: Any) -> None:
+        raise AttributeError("'frozenset' object has no attribute 'discard'")
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self._items))
+
+
+_OrderedSet.__name__ = _OrderedSet.__qualname__ = "set"
+_OrderedFrozenSet.__name__ = _OrderedFrozenSet.__qualname__ = "frozenset"
 
 
 def _map(function: Callable[..., Any], *iterables: Any) -> Iterator[Any]:
@@ -724,6 +830,7 @@ SAFE_BUILTINS.update({
     "eval": _eval, "getattr": _getattr, "pow": _pow, "isinstance": _isinstance,
     "__import__": _import, "__pc_attr": _attr, "__pc_pow": _pow, "__pc_mul": _mul,
     "__pc_lshift": _lshift, "__name__": "builtins",  # (what a config sees under mmengine)
+    "set": _OrderedSet, "frozenset": _OrderedFrozenSet, "__pc_set": _OrderedSet,
 })
 
 
