@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -599,7 +600,7 @@ def test_api_meta_template_of_messages_merges_into_message_prompts() -> None:
     with pytest.raises(pc.RenderError):  # role items need a meta template dict
         parser.parse_template(PromptList([RB, {"role": "HUMAN", "prompt": "x"}, RE]), "gen")
     with pytest.raises(pc.MetaTemplateError):
-        LMTemplateParser([{"role": "system", "content": "x"}])
+        LMTemplateParser([{"role": "system", "content": "x"}])  # type: ignore[arg-type]
     with pytest.raises(pc.MetaTemplateError):
         APITemplateParser([{"role": "HUMAN", "content": "x"}])
 
@@ -635,7 +636,7 @@ def test_prompt_template_construction_errors_are_opencompass_exception_types() -
         PromptTemplate("{q}", sep_token=1.5)  # type: ignore[arg-type]
 
 
-def _raw_ppl_dataset(retriever: dict[str, object]) -> dict[str, object]:
+def _raw_ppl_dataset(retriever: Mapping[str, object]) -> dict[str, object]:
     return {
         "abbr": "capitals", "reader_cfg": {"input_columns": ["country"],
                                            "output_column": "capital"},
@@ -675,7 +676,7 @@ def test_raw_prompt_template_ppl_as_opencompass_runs_it(mode: str) -> None:
 
 # -- what OpenCompass's scoring inferencers fail on after (or before) scoring ------------
 
-def _scoring_dataset(inferencer: dict[str, object], output_column: str | None = "a"
+def _scoring_dataset(inferencer: Mapping[str, object], output_column: str | None = "a"
                      ) -> dict[str, object]:
     return {
         "abbr": "s", "reader_cfg": {"input_columns": ["q", "cont", "choices"],

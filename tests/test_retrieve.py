@@ -145,12 +145,13 @@ def test_sliding_window_formula(n, k, n_test):
         assert len(ids) == k
 
 
-def test_sliding_window_ids_outside_the_pool_are_a_retrieval_error():
+def test_sliding_window_ids_outside_the_pool_are_a_retrieval_error() -> None:
     """OpenCompass's dataset refuses an example id outside the pool when the example is
     built (IndexError: 'Invalid key: -3 is out of bounds for size 2'), in row order."""
     import prompt_compiler as pc
 
-    def compile_(k: int, n_train: int, n_test: int, inferencer: dict) -> pc.CompiledDataset:
+    def compile_(k: int, n_train: int, n_test: int,
+                 inferencer: object) -> pc.CompiledDataset:
         dataset = {"abbr": "sw", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
                    "infer_cfg": {
                        "ice_template": {"type": "PromptTemplate", "template": "{q}={a}\n"},

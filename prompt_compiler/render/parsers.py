@@ -11,7 +11,7 @@ batch (a plain list or tuple of prompts, parsed one by one).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError, RenderError
@@ -82,12 +82,14 @@ class APITemplateParser:
     "content"}`` dicts (OpenAI messages) is returned as it is.
 
     Args:
-        meta_template: OpenCompass's meta template dict; every role needs an ``api_role``.
+        meta_template: OpenCompass's meta template dict (every role needs an ``api_role``),
+            or a list of OpenAI messages, merged into message prompts.
         policy: ``"default"`` or ``"opencompass"`` (see :class:`LMTemplateParser`).
     """
 
-    def __init__(self, meta_template: Mapping[str, Any] | None = None, *,
-                 policy: Policy | str | None = None) -> None:
+    def __init__(self,
+                 meta_template: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+                 *, policy: Policy | str | None = None) -> None:
         self.meta_template = meta_template
         self.policy = Policy.of(policy)
         self.meta = MetaTemplate.parse(meta_template, lm=False)
