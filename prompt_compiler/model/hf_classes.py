@@ -18,7 +18,10 @@ normalizer and pre-tokenizer, keeping only the file's post-processor:
   ``tokenizer.json`` are dropped by transformers).
 * ``CodeLlamaTokenizer``: as Llama's, ``▁`` for the first piece only, a BOS always added;
 * ``Qwen2Tokenizer``/``Qwen3_5Tokenizer``: NFC, the class's own split regex, byte-level;
-* ``CohereTokenizer``: NFC, single digits, byte-level.
+* ``CohereTokenizer``: NFC, single digits, byte-level;
+* ``T5Tokenizer`` (a Unigram file): only the file's sentencepiece ``Precompiled`` normalizer,
+  whitespace split then ``▁`` before every word, ``</s>`` after the text, and the sentinels
+  ``<extra_id_0>`` ... (``extra_ids``, default 100) as special tokens.
 
 Every class then adds the folder's named special tokens (``bos_token`` ... and
 ``additional_special_tokens``/``extra_special_tokens``) and its ``added_tokens_decoder`` that the
@@ -41,7 +44,8 @@ from typing import Any
 __all__ = ["REBUILT", "build_backend", "effective_class", "missing_tokenizer_json"]
 
 REBUILT = ("LlamaTokenizer", "CodeLlamaTokenizer", "GemmaTokenizer", "GPT2Tokenizer",
-           "GPTNeoXTokenizer", "Qwen2Tokenizer", "Qwen3_5Tokenizer", "CohereTokenizer")
+           "GPTNeoXTokenizer", "Qwen2Tokenizer", "Qwen3_5Tokenizer", "CohereTokenizer",
+           "T5Tokenizer")
 """The classes whose pipeline is rebuilt here as transformers 5 rebuilds it."""
 
 # config.json model types whose declared tokenizer_class transformers 5 overrules:
@@ -78,6 +82,7 @@ _CLASS_TOKENS: dict[str, dict[str, str]] = {
     "Qwen2Tokenizer": {"unk_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT, "pad_token": _ENDOFTEXT},
     "Qwen3_5Tokenizer": {"unk_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
                          "pad_token": _ENDOFTEXT},
+    "T5Tokenizer": {"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
     "CohereTokenizer": {"unk_token": "<UNK>", "bos_token": "<BOS_TOKEN>",
                         "eos_token": "<|END_OF_TURN_TOKEN|>", "pad_token": "<PAD>",
                         "cls_token": "<CLS>", "sep_token": "<SEP>", "mask_token": "<MASK_TOKEN>"},
@@ -169,6 +174,16 @@ def _rebuild(cls: str, data: dict[str, Any], config: Mapping[str, Any]) -> bool:
     """Rewrite ``data`` (a tokenizer.json) as ``cls``'s ``__init__`` builds it; False when the
     class is not one rebuilt here or the file's model does not fit it."""
     model_type = (data.get("model") or {}).get("type")
+    if cls == "T5Tokenizer" and model_type == "Unigram":
+        model = data.get("model") or {}
+        data["model"] = {"type": "Unigram", "unk_id": 2, "vocab": model.get("vocab"),
+                         "byte_fallback": False}
+        data["normalizer"] = _precompiled(data.get("normalizer"))
+        data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "WhitespaceSplit"},
+            {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+             "split": True}]}
+        return True
     if cls not in REBUILT or model_type != "BPE":
         return False
     if cls == "CodeLlamaTokenizer":
@@ -221,6 +236,16 @@ def _rebuild(cls: str, data: dict[str, Any], config: Mapping[str, Any]) -> bool:
                                                 bool(config.get("trim_offsets", True)))
         data["post_processor"] = _template(None, None)
     return True
+
+
+def _precompiled(normalizer: Any) -> dict[str, Any] | None:
+    """The file's sentencepiece ``Precompiled`` normalizer alone (T5's rebuild keeps only it)."""
+    found = normalizer if isinstance(normalizer, Mapping) else None
+    steps = found.get("normalizers") if found and found.get("type") == "Sequence" else [found]
+    for step in steps or []:
+        if isinstance(step, Mapping) and step.get("type") == "Precompiled":
+            return dict(step)
+    return None
 
 
 def _token_content(value: Any) -> str | None:
@@ -285,6 +310,11 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
              **{k: merged[k] for k in _SPECIAL_NAMES if k in kwargs}}
     names = [_token_content(v) for v in named.values()]
     extra = merged.get("extra_special_tokens") or merged.get("additional_special_tokens")
+    if cls == "T5Tokenizer":  # its sentinels <extra_id_0> ... unless the config lists them
+        count = merged.get("extra_ids", 100)
+        listed = [str(_token_content(v)) for v in (extra if isinstance(extra, list) else [])]
+        if not any("<extra_id_" in t for t in listed) and isinstance(count, int):
+            extra = [*listed, *(f"<extra_id_{i}>" for i in range(count))]
     if isinstance(extra, Mapping):
         names += [_token_content(v) for v in extra.values()]
     elif isinstance(extra, list):
@@ -299,6 +329,15 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
         backend.add_tokens([t for t in wanted if not t.special])
     if merged.get("split_special_tokens"):
         backend.encode_special_tokens = True
+    if cls == "T5Tokenizer" and _rebuilt_t5(data):
+        from tokenizers import processors
+
+        eos = _token_content(named.get("eos_token")) or "</s>"
+        eos_id = backend.token_to_id(eos)
+        if eos_id is not None:
+            backend.post_processor = processors.TemplateProcessing(
+                single=f"$A:0 {eos}:0", pair=f"$A:0 {eos}:0 $B:1 {eos}:1",
+                special_tokens=[(eos, eos_id)])
     # CodeLlamaTokenizer hands its add_bos_token (default True) on as if given
     flags = {"add_bos_token": True, **kwargs} if cls == "CodeLlamaTokenizer" else kwargs
     if "add_bos_token" in flags or "add_eos_token" in flags:
@@ -332,6 +371,10 @@ _MISTRAL_TYPES = ("mistral", "mistral3", "voxtral", "ministral", "pixtral")
 _MISTRAL_SPLIT = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
                   r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
                   r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _rebuilt_t5(data: Mapping[str, Any]) -> bool:
+    return (data.get("model") or {}).get("type") == "Unigram"
 
 
 def _mistral_config(folder: Path) -> bool:
