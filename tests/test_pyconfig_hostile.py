@@ -152,7 +152,19 @@ def test_base_configs_come_from_the_configs_tree_and_cycles_are_named(tmp_path: 
     config(suite, "from mmengine.config import read_base\nwith read_base():\n"
                   "    from .a import X")
     line = one_error(suite, "c.py", "-o", "out")
-    assert "base configs import each other in a cycle: a.py -> b.py -> a.py" in line, line
+    assert line == ("compile-prompts: error: c.py: base configs import each other in a cycle: "
+                    "a.py -> b.py -> a.py"), line
+    (suite / "x.py").write_text("_base_ = ['y.py']\nx = 1\n", encoding="utf-8")
+    (suite / "y.py").write_text("_base_ = ['x.py']\ny = 1\n", encoding="utf-8")
+    config(suite, "_base_ = ['x.py']\nX = '{question}'")
+    line = one_error(suite, "c.py", "-o", "out")
+    assert line == ("compile-prompts: error: c.py: base configs name each other in a cycle: "
+                    "x.py -> y.py -> x.py"), line
+    (suite / "link.py").symlink_to(tmp_path / "elsewhere.py")  # a link out of the tree
+    config(suite, "from mmengine.config import read_base\nwith read_base():\n"
+                  "    from .link import X")
+    line = one_error(suite, "c.py", "-o", "out")
+    assert f"the base config {suite / 'link.py'} lies outside the config's folders" in line
 
 
 BOUNDS = {

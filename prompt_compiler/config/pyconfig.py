@@ -201,11 +201,27 @@ def _guarded_mmengine() -> Iterator[None]:
         scope["__builtins__"] = pyguard.SAFE_BUILTINS
         exec(code, scope, locals_ if locals_ is not None else scope)  # noqa: S102
 
+    file2dict = mm.Config.__dict__["_file2dict"]
+    stack: list[str] = []
+
+    def file2dict_(filename: str, *args: Any, **kwargs: Any) -> Any:
+        real = os.path.realpath(filename)
+        if real in stack:  # `_base_` files naming each other: mmengine recursed until it broke
+            cycle = [os.path.basename(f) for f in (*stack[stack.index(real):], real)]
+            raise ConfigError(f"base configs name each other in a cycle: {' -> '.join(cycle)}")
+        stack.append(real)
+        try:
+            return file2dict.__func__(filename, *args, **kwargs)
+        finally:
+            stack.pop()
+
     saved = {name: mm.__dict__.get(name) for name in ("compile", "eval", "exec")}
     mm.compile, mm.eval, mm.exec = compile_, eval_, exec_
+    mm.Config._file2dict = staticmethod(file2dict_)
     try:
         yield
     finally:
+        mm.Config._file2dict = file2dict
         for name, value in saved.items():
             if value is None:
                 mm.__dict__.pop(name, None)

@@ -882,6 +882,8 @@ class Guard:
                 config_path=self.display) from None
         if isinstance(value, Stop):
             raise value.error.located(config_path=self.display) from None
+        if isinstance(value, PromptCompilerError):  # a refusal: name the file given
+            value.located(config_path=self.display)
         if self.tripped is not None and kind is None:
             raise self.tripped.located(config_path=self.display)
 
@@ -937,7 +939,7 @@ def _tick() -> bool:  # (in SAFE_BUILTINS as __pc_tick, below)
     return True
 
 
-def check_base(filename: str, importer: str) -> None:
+def check_base(filename: str, importer: str = "") -> None:
     """A base config must lie in one of the active guard's root folders (links resolved).
 
     Raises:
@@ -953,7 +955,7 @@ def check_base(filename: str, importer: str) -> None:
     raise ConfigError(
         f"the base config {filename} lies outside the config's folders "
         f"({', '.join(guard.roots)}); a config may only import base configs from its own "
-        "folder tree or the OpenCompass configs folder", config_path=importer)
+        "folder tree or the OpenCompass configs folder")
 
 
 def compile_config(tree: ast.AST, filename: str, display: str, mode: str = "exec") -> Any:

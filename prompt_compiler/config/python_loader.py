@@ -263,8 +263,7 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     real = os.path.realpath(filename)
     if real in stack:
         cycle = [os.path.basename(f) for f in (*stack[stack.index(real):], real)]
-        raise ConfigError(f"base configs import each other in a cycle: "
-                                  f"{' -> '.join(cycle)}", config_path=filename)
+        raise ConfigError(f"base configs import each other in a cycle: {' -> '.join(cycle)}")
     if len(stack) > _MAX_DEPTH:
         raise NeedsMmengine("base configs nested too deep")
     pyguard.check(tree, filename)
