@@ -139,7 +139,7 @@ CASES += [
 ]
 
 TEXTS = ["Hello world", " Hello", "  two spaces", "The cat\n\nsat  on the mat.\n", "",
-         "McDonald's HTTPServer iPhone a/b/\nc ABCdef",
+         "McDonald's HTTPServer iPhone a/b/\nc ABCdef", "x [TOOL] y<think>z <s>  c </s>  d",
          "h\u00e9llo \u4e2d\u6587 \U0001f642 123456", "\nx", "a\tb", "x ", "\ufb01 \u00dc",
          "<s>Hello", "a <s> b</s>c", "[INST] Hi [/INST]", "<|begin_of_text|>Hi",
          "x<|end_of_text|>\ny", "<|endoftext|> <|endoftext|>", "<unk>", "<bos>x<eos>"]
@@ -207,6 +207,14 @@ FOLDER_CASES = [
                                              "eos_token": "<|im_end|>"}),
     FolderCase("qwen_model_type_qwen2", "qwen", {}, {"model_type": "qwen2"}),
     FolderCase("deepseek_published", "deepseek", {}),
+    # the config's added_tokens_decoder: its flags win over the file's; new tokens in id order
+    FolderCase("mistral_config_token_flags", "mistral", {**_M, "added_tokens_decoder": {
+        "1": {"content": "<s>", "special": True, "normalized": False, "rstrip": True},
+        "2": {"content": "</s>", "special": True, "normalized": False, "lstrip": True}}}),
+    FolderCase("llama3_config_added_tokens", "llama3", {
+        **_L3, "tokenizer_class": "PreTrainedTokenizerFast", "added_tokens_decoder": {
+            "128256": {"content": "[TOOL]", "special": False, "normalized": True},
+            "128257": {"content": "<think>", "special": True, "normalized": False}}}),
     # a small Unigram vocabulary written here (t5_vocab), as T5's class and as the file is
     FolderCase("t5_hand", "t5-hand", {"tokenizer_class": "T5Tokenizer", "eos_token": "</s>",
                                       "unk_token": "<unk>", "pad_token": "<pad>"}),

@@ -238,6 +238,11 @@ def _rebuild(cls: str, data: dict[str, Any], config: Mapping[str, Any]) -> bool:
     return True
 
 
+def _flags(token: Any) -> tuple[bool, ...]:
+    return (bool(token.single_word), bool(token.lstrip), bool(token.rstrip),
+            bool(token.normalized), bool(token.special))
+
+
 def _precompiled(normalizer: Any) -> dict[str, Any] | None:
     """The file's sentencepiece ``Precompiled`` normalizer alone (T5's rebuild keeps only it)."""
     found = normalizer if isinstance(normalizer, Mapping) else None
@@ -295,16 +300,20 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
     if not isinstance(data, dict):
         return backend, cls, dict(special or {})
     # added tokens: the config's added_tokens_decoder, then the named special tokens
-    present = set(backend.get_added_tokens_decoder().values())
-    present_text = {str(t.content) for t in present}
+    # (one a file holds with other flags is added again: the config's flags win, as there)
+    present = {str(t.content): _flags(t) for t in backend.get_added_tokens_decoder().values()}
     wanted: list[Any] = []
     decoder = config.get("added_tokens_decoder")
     if isinstance(decoder, Mapping):
         for _, value in sorted(decoder.items(), key=lambda kv: int(kv[0])
                                if str(kv[0]).isdigit() else 0):
-            if _token_content(value) is not None and _token_content(value) not in present_text:
-                wanted.append(_added(value, bool(isinstance(value, Mapping)
-                                                 and value.get("special", False))))
+            if _token_content(value) is None:
+                continue
+            token = _added(value, bool(isinstance(value, Mapping)
+                                       and value.get("special", False)))
+            if present.get(str(token.content)) != _flags(token):
+                wanted.append(token)
+    present_text = set(present)
     defaults = {k: v for k, v in _CLASS_TOKENS.get(cls, {}).items() if k not in merged}
     named = {**defaults, **(special or {}),
              **{k: merged[k] for k in _SPECIAL_NAMES if k in kwargs}}
@@ -324,9 +333,11 @@ def build_backend(file: Path, folder: Path, config: Mapping[str, Any],
         if name and name not in seen:
             seen.add(name)
             wanted.append(_added(name, True))
-    if wanted:
-        backend.add_special_tokens([t for t in wanted if t.special])
-        backend.add_tokens([t for t in wanted if not t.special])
+    for token in wanted:  # one at a time: new tokens take the next ids in this order
+        if token.special:
+            backend.add_special_tokens([token])
+        else:
+            backend.add_tokens([token])
     if merged.get("split_special_tokens"):
         backend.encode_special_tokens = True
     if cls == "T5Tokenizer" and _rebuilt_t5(data):
