@@ -109,6 +109,19 @@ PAYLOADS = {
                          "attribute or index); placeholders may only name a value"),
     "eval-escape": ("X = eval(\"().__class__\")",
                     f"line 1: the attribute .__class__; {RULES}"),
+    "lazy-import-build": ("from opencompass.models import HuggingFaceCausalLM\n"
+                          "from yaml import unsafe_load\nload = unsafe_load.build()\n"
+                          f"load(\"!!python/object/apply:os.system ['touch {MARK}']\")\n"
+                          "X = 'q'", "line 3: the attribute .build (not available in a config)"),
+    "lazy-object-build": ("from opencompass.models import HuggingFaceCausalLM\n"
+                          "yaml = getattr(LazyObject('yaml'), 'build')()\nX = 'q'",
+                          "line 2: the attribute .build (not available in a config)"),
+    "namespace-internals": ("g = globals()._namespace\ng['__builtins__']['__pc_tick'] = len\n"
+                            "X = 'q'", "line 1: the attribute ._namespace (not available"),
+    "range-internals": ("Y = sum(range(10**12)._range)\nX = 'q'",
+                        "line 1: the attribute ._range (not available in a config)"),
+    "stand-in-internals": ("import os\nos._names['system'] = 1\nX = 'q'",
+                           "line 2: the attribute ._names (not available in a config)"),
     "classic-mode-import": (f"_base_ = []\nimport os\nos.system({TOUCH})\nX = 'q'",
                             "os.system is not available in a config"),
 }

@@ -343,9 +343,15 @@ def _short(value: int) -> str:
     return str(value) if value.bit_length() < 64 else "a long integer"
 
 
+_LAZY = frozenset({"LazyObject", "LazyAttr"})
+
+
 def _attr(obj: Any, name: str) -> Any:
-    if _bad_attr(name):
-        where = _where()
+    kind = type(obj)
+    if (_bad_attr(name)
+            or (name.startswith("_") and kind.__module__ == __name__)  # this module's own state
+            or (name == "build" and (kind.__name__ in _LAZY or obj in _LAZY_CLASSES))):
+        where = _where()  # (a lazy import's build() would import its module for real)
         _refuse(ConfigError(f"{where + ': ' if where else ''}the attribute .{name[:60]} "
                             "(not available in a config)"))
     if name in ("format", "format_map") and (isinstance(obj, str) or obj is str):
@@ -609,11 +615,6 @@ class _Namespace(dict):  # type: ignore[type-arg]
         return (dict, (dict(self),))
 
 
-def _frame_namespace(depth: int) -> dict[str, Any]:
-    frame = sys._getframe(depth + 1)
-    return frame.f_locals
-
-
 def _globals() -> _Namespace:
     return _Namespace(sys._getframe(1).f_globals)
 
@@ -648,7 +649,7 @@ class _Module:
 
     def __init__(self, name: str, names: dict[str, Any]) -> None:
         object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_names", types.MappingProxyType(names))
 
     def __getattr__(self, name: str) -> Any:
         names = object.__getattribute__(self, "_names")
@@ -977,3 +978,24 @@ def _inert_class(name: str) -> Any:
 
 SAFE_BUILTINS["__pc_tick"] = _tick
 SAFE_BUILTINS["__pc_class"] = _inert_class
+
+
+def _lazy_classes() -> tuple[type, ...]:
+    """The lazy-import classes (ours and mmengine's): their ``build`` is refused."""
+    from .mm_values import LazyAttr, LazyObject
+
+    found: list[type] = [LazyObject, LazyAttr]
+    lazy = sys.modules.get("mmengine.config.lazy")
+    if lazy is not None:
+        found += [lazy.LazyObject, lazy.LazyAttr]
+    return tuple(found)
+
+
+class _LazyClasses:
+    """``obj in _LAZY_CLASSES``: whether ``obj`` is one of :func:`_lazy_classes`."""
+
+    def __contains__(self, obj: object) -> bool:
+        return isinstance(obj, type) and obj in _lazy_classes()
+
+
+_LAZY_CLASSES = _LazyClasses()
