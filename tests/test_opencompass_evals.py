@@ -577,3 +577,29 @@ except:
                           cwd=suite, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "PROMPT_COMPILER_MAX_CONFIG_SECONDS" in proc.stderr, proc.stderr
+
+
+def test_a_project_imports_its_own_dataset_configs_from_a_sibling_folder(tmp_path: Path) -> None:
+    # project/evals/eval_x.py: `from ..my_datasets.foo import foo_datasets`, run from the
+    # project's root (as OpenCompass's run.py is run from its checkout).
+    project = tmp_path / "project"
+    (project / "evals").mkdir(parents=True)
+    (project / "my_datasets").mkdir()
+    (project / "data").mkdir()
+    (project / "my_datasets" / "foo.py").write_text(QA_GEN.replace("qa", "foo"))
+    (project / "data" / "foo.jsonl").write_text('{"question": "1+1?", "answer": "2"}\n')
+    (project / "evals" / "eval_x.py").write_text(f"""\
+from mmengine.config import read_base
+from opencompass.models import OpenAISDK
+
+with read_base():
+    from ..my_datasets.foo import foo_datasets
+
+datasets = foo_datasets
+models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_META})]
+""")
+    proc = run_cli("evals/eval_x.py", "--data-dir", "data", "-o", "out", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(x) for x in (project / "out" / "api" / "foo.jsonl").read_text(
+        encoding="utf-8").splitlines()]
+    assert [r["prompt"] for r in records] == [[{"role": "user", "content": "Q: 1+1?"}]]

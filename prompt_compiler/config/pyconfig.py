@@ -125,9 +125,15 @@ def load_variables(
 
 def _roots(path: Path, root: Path | None) -> list[str]:
     """The folders base configs may come from: the config's own folder, the nearest folder
-    above it named ``configs`` (OpenCompass's layout) and the OpenCompass configs root."""
+    above it named ``configs`` (OpenCompass's layout), the folder the command runs in (a
+    project's eval configs import its dataset configs from sibling folders, run from the
+    project's root as OpenCompass's run.py is) and the OpenCompass configs root."""
     real = Path(os.path.realpath(path))
     found = [str(real.parent)]
+    try:
+        found.append(os.path.realpath(os.getcwd()))
+    except OSError:  # the working folder was removed
+        pass
     for folder in real.parents:
         if folder.name == "configs":
             found.append(str(folder))
