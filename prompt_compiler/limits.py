@@ -44,6 +44,8 @@ class Limits:
     """Loop turns (``{% for %}`` items) one render of a sandboxed template may run in all."""
     template_chars: int = 256_000_000
     """Characters (and list items) one render of a sandboxed template may build in all."""
+    config_source_bytes: int = 1024 * 1024
+    """Bytes of a Python config file (and of each base config)."""
     config_seconds: int = 5
     """CPU seconds a Python config may run while it loads (its bases included)."""
     config_bytes: int = 1024 * 1024 * 1024

@@ -209,6 +209,23 @@ BOUNDS = {
 }
 
 
+def test_a_source_python_cannot_parse_or_too_big_to_read_is_one_line(tmp_path: Path) -> None:
+    config(tmp_path, "X = '{question}'\nY = " + "+".join(["1"] * 200_000))
+    line = one_error(tmp_path, "c.py", "-o", "out")
+    assert line == ("compile-prompts: error: c.py: the config is nested too deeply for "
+                    "Python's parser (RecursionError)"), line
+    config(tmp_path, "X = '{question}'\nY = [" + "1," * 600_000 + "]")  # 1.2 MB
+    line = one_error(tmp_path, "c.py", "-o", "out")
+    assert line.startswith("compile-prompts: error: c.py: 1,200,"), line
+    assert line.endswith(" characters of Python; the limit is 1,048,576 bytes "
+                         "(PROMPT_COMPILER_MAX_CONFIG_SOURCE_BYTES raises it) (hint: a config "
+                         "is a page of settings: put rows in a data file (path:))"), line
+    (tmp_path / "big.py").write_text("x = [" + "1," * 600_000 + "]\n", encoding="utf-8")
+    config(tmp_path, "_base_ = ['big.py']\nX = '{question}'")  # mmengine reads the base
+    line = one_error(tmp_path, "c.py", "-o", "out")
+    assert "big.py: 1,200,007 bytes of Python; the limit is 1,048,576 bytes" in line, line
+
+
 @pytest.mark.parametrize("code, words", list(BOUNDS.values()), ids=list(BOUNDS))
 def test_a_config_that_explodes_stops_at_its_limit(tmp_path: Path, code: str,
                                                    words: str) -> None:

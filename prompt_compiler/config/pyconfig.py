@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, PromptCompilerError
+from .. import limits
+from ..errors import ConfigError, LimitError, PromptCompilerError
 from ..values import MAX_DEPTH
 from . import pyguard, python_loader
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
@@ -78,12 +79,7 @@ def load_python_config(
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
-    try:
-        tree = ast.parse(source, filename=display)
-    except SyntaxError as exc:
-        raise ConfigError(
-            f"invalid Python syntax at line {exc.lineno}: {exc.msg}", config_path=display
-        ) from exc
+    tree = pyguard.parse(source, display)
     root = package_root if package_root is not None else find_package_root(path)
     with opencompass_shim(root):
         variables, imported = load_variables(path, display, root, tree)
@@ -102,9 +98,10 @@ def load_variables(
     """
     if tree is None:
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=display)
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
+        tree = pyguard.parse(source, display)
     pyguard.check(tree, display)
     with pyguard.Guard(display) as guard:
         guard.roots = _roots(path, root)
@@ -215,6 +212,11 @@ def _guarded_mmengine() -> Iterator[None]:
         if real in stack:  # `_base_` files naming each other: mmengine recursed until it broke
             cycle = [os.path.basename(f) for f in (*stack[stack.index(real):], real)]
             raise ConfigError(f"base configs name each other in a cycle: {' -> '.join(cycle)}")
+        limit = limits.current().config_source_bytes
+        with contextlib.suppress(OSError):
+            if os.path.getsize(real) > limit:  # (read whole and parsed by mmengine)
+                raise LimitError(f"{filename}: {os.path.getsize(real):,} bytes of Python; "
+                                 + limits.describe("config_source_bytes", limit, "bytes"))
         stack.append(real)
         try:
             return file2dict.__func__(filename, *args, **kwargs)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import copy
 import functools
 import io
@@ -57,7 +58,7 @@ from ..errors import ConfigError, LimitError, PromptCompilerError
 from ..safe_format import FormatRefused, safe_format
 
 __all__ = ["SAFE_BUILTINS", "Guard", "Stop", "check", "check_base", "compile_config", "harden",
-           "safe_globals"]
+           "parse", "safe_globals"]
 
 ALLOWED_DUNDERS = frozenset({"__file__", "__name__"})
 FORBIDDEN_ATTRS = frozenset({
@@ -83,20 +84,55 @@ class Stop(BaseException):
 # --------------------------------------------------------------------------- the static check
 
 
+def parse(source: str, display: str) -> ast.Module:
+    """The syntax tree of a Python config's source.
+
+    Raises:
+        ConfigError: Invalid syntax, or a source Python's parser cannot hold (an expression
+            nested thousands of levels deep, a file of millions of statements).
+        LimitError: The source is over ``PROMPT_COMPILER_MAX_CONFIG_SOURCE_BYTES``.
+    """
+    limit = limits.current().config_source_bytes
+    if len(source) > limit:  # (characters: at most the bytes)
+        raise LimitError(f"{len(source):,} characters of Python; "
+                         + limits.describe("config_source_bytes", limit, "bytes"),
+                         config_path=display, hint="a config is a page of settings: put rows "
+                         "in a data file (path:)")
+    try:
+        return ast.parse(source, filename=display)
+    except SyntaxError as exc:
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise ConfigError(f"invalid Python syntax{where}: {exc.msg}",
+                          config_path=display) from None
+    except (RecursionError, MemoryError) as exc:
+        why = ("nested too deeply" if isinstance(exc, RecursionError)
+               else "too large or nested too deeply")
+        raise ConfigError(f"the config is {why} for Python's parser ({type(exc).__name__})",
+                          config_path=display) from None
+    except ValueError as exc:  # e.g. NUL bytes in the source
+        raise ConfigError(f"invalid Python source: {exc}", config_path=display) from None
+
+
 def check(tree: ast.AST, display: str) -> None:
     """Refuse what no config may contain, naming the file and line.
 
     Raises:
         ConfigError: The first construct that is not allowed.
     """
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, (ast.Store, ast.Del))}
-    assigned |= {n.name for n in ast.walk(tree)
-                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    assigned |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    assigned |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
-                 if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    for node in _walk_outside_classes(tree):
+    if getattr(tree, "_pc_checked", False):
+        return
+    nodes = list(_walk_outside_classes(tree))
+    assigned: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            assigned.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned.add(n.name)
+        elif isinstance(n, ast.arg):
+            assigned.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            assigned.update((a.asname or a.name).split(".")[0] for a in n.names)
+    for node in nodes:
         what = _refusal(node, assigned)
         if what:
             line = getattr(node, "lineno", None)
@@ -106,14 +142,15 @@ def check(tree: ast.AST, display: str) -> None:
                 config_path=display,
                 hint="configs may assign values, loop, call functions they define and the "
                      "builtins of docs/configs.md, and import opencompass.* and base configs")
+    tree._pc_checked = True  # type: ignore[attr-defined]  # (checked once per tree)
 
 
 def _walk_outside_classes(tree: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter class definitions: a class is never run (the rewrite
     puts an inert stand-in named after it in its place, see :func:`_inert_class`)."""
-    todo = [tree]
+    todo = collections.deque([tree])
     while todo:
-        node = todo.pop(0)
+        node = todo.popleft()
         yield node
         if not isinstance(node, ast.ClassDef):
             todo.extend(ast.iter_child_nodes(node))

@@ -274,7 +274,7 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     for base in bases:
         path = _base_path(filename, base)
         pyguard.check_base(path, filename)
-        base_vars, base_imported = _load_lazy(path, ast.parse(_read(path)), modules,
+        base_vars, base_imported = _load_lazy(path, pyguard.parse(_read(path), path), modules,
                                               (*stack, real))
         imported |= base_imported
         loaded[base] = _to_config_dict(base_vars)
@@ -291,6 +291,7 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
         statements.insert(0, _lazy_assign(top, [names], f"{filename}, line {lineno}", None))
     imported |= gathered.keys()
     module = ast.Module(body=statements, type_ignores=tree.type_ignores)
+    module._pc_checked = True  # type: ignore[attr-defined]  # its nodes: tree's and ours
     code = pyguard.compile_config(module, filename, filename)
     exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (pyguard)
     variables = {key: value for key, value in namespace.items()
