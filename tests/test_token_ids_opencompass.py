@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(bool(cases.missing_packages()),
 
 EXPECTED = json.loads(cases.EXPECTED.read_text(encoding="utf-8"))["cases"]
 BOS = {"llama3-bos": 128000, "llama3-chat": 128000, "deepseek": 0, "qwen": None, "mistral": 1,
-       "mistral-first": 1, "mistral-chat": 1}
+       "mistral-first": 1, "mistral-chat": 1, "mistral-chat-unnamed": 1}
 
 DATA = {"datasets": [
     {"abbr": "gen", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},

@@ -126,6 +126,9 @@ CASES += [
               None, MULTI),
     TokenCase("mistral_chat_vllm_gen", "VLLMwithChatTemplate", "mistral-chat", "gen", None,
               ROUND),
+    # a tokenizer_config naming no token: the template's bos_token/eos_token are the class's
+    TokenCase("mistral_unnamed_chat_hf_multi", "HuggingFacewithChatTemplate",
+              "mistral-chat-unnamed", "multi", None, MULTI),
     # TurboMindModelwithChatTemplate: the template's text less a leading bos_token, encoded by
     # lmdeploy with the tokenizer's special tokens
     TokenCase("llama3_chat_turbomind_gen", "TurboMindModelwithChatTemplate", "llama3-chat", "gen",
@@ -330,6 +333,13 @@ def vocab_folders(work: Path) -> dict[str, str]:
         (chat / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
         (chat / "chat_template.jinja").write_text(MISTRAL_TEMPLATE, encoding="utf-8")
         out["mistral-chat"] = str(chat)
+        bare = work / "mistral-chat-unnamed"  # no token named: LlamaTokenizer's <s>, </s>
+        bare.mkdir(parents=True, exist_ok=True)
+        (bare / "tokenizer.json").write_bytes((mistral / "tokenizer.json").read_bytes())
+        (bare / "tokenizer_config.json").write_text(json.dumps(
+            {"tokenizer_class": "LlamaTokenizer", "legacy": False}), encoding="utf-8")
+        (bare / "chat_template.jinja").write_text(MISTRAL_TEMPLATE, encoding="utf-8")
+        out["mistral-chat-unnamed"] = str(bare)
     return out
 
 

@@ -345,7 +345,9 @@ def _hf(path: Path, kwargs_json: str = "") -> HFTokenizer:
             (folder / name).is_file() for name in ("chat_template.jinja", "chat_template.json")):
         from ..render.chat_template import ChatTemplate
 
-        chat_template = ChatTemplate.from_pretrained_dir(folder)
+        # rendered with the tokenizer's named tokens (a class's defaults and tokenizer_kwargs'
+        # included), as apply_chat_template renders with tokenizer.special_tokens_map
+        chat_template = ChatTemplate.from_pretrained_dir(folder, special_tokens=special)
     return HFTokenizer(str(file), chat_template, backend=backend, special=special,
                        generation_eos=_generation_eos(folder))
 
