@@ -668,3 +668,15 @@ def test_parquet_under_a_memory_cap_is_one_line_of_ours(tmp_path: Path) -> None:
     if proc.returncode:
         assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
         assert proc.stderr.startswith("compile-prompts: error: s.yaml: "), proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_or_device_given_as_a_config_says_what_it_is(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "s.yaml")
+    assert one_error(tmp_path, "s.yaml") == (
+        "compile-prompts: error: s.yaml: is a named pipe, not a regular file; a config is read "
+        "from a regular file")
+    if Path("/dev/zero").exists():
+        assert one_error(tmp_path, "/dev/zero") == (
+            "compile-prompts: error: /dev/zero: is a character device, not a regular file; a "
+            "config is read from a regular file")

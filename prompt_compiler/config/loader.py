@@ -58,11 +58,28 @@ def load_config(path: PathLike, *, opencompass_root: PathLike | None = None,
     if file.is_dir():
         raise ConfigError("is a directory; use load_configs() for folders", config_path=display)
     if not file.is_file():
-        raise ConfigError("no such config file", config_path=display)
+        kind = _not_a_file(file)
+        raise ConfigError(f"{kind}, not a regular file; a config is read from a regular file"
+                          if kind else "no such config file", config_path=display)
     suite = _load_file(file, display, _root(opencompass_root, opencompass_configs), named=True,
                        defer=defer_model_errors)
     assert suite is not None  # named files never come back empty
     return suite
+
+
+def _not_a_file(file: Path) -> str:
+    """What ``file`` is when it exists but is not a regular file ("" when it is missing)."""
+    import stat
+
+    try:
+        mode = file.stat().st_mode
+    except OSError:
+        return ""
+    for test, kind in ((stat.S_ISFIFO, "is a named pipe"), (stat.S_ISCHR, "is a character device"),
+                       (stat.S_ISBLK, "is a block device"), (stat.S_ISSOCK, "is a socket")):
+        if test(mode):
+            return kind
+    return "is not a regular file"
 
 
 def load_configs(
