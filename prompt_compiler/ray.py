@@ -259,7 +259,9 @@ def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
             ``tokenized_prompt``, the column vLLM's stage reads.
         sampling_params: Added to every record as ``sampling_params`` (vLLM's generate
             stage needs one per row); None adds none.
-        batch_size, concurrency, num_cpus: Passed to ``map_batches``.
+        batch_size, num_cpus: Passed to ``map_batches``.
+        concurrency: The stage's actor pool: a size, or ``(min, max)``; by default from 1
+            up to the cluster's CPUs.
 
     Raises:
         UnsupportedError: A retriever or an inferencer this stage does not run.
@@ -280,10 +282,12 @@ def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
     kwargs: dict[str, Any] = {"batch_size": batch_size, "num_cpus": num_cpus,
                               "fn_constructor_args": (ref, id_column, tokenize,
                                                       sampling_params, None)}
-    if concurrency is not None:
-        kwargs["concurrency"] = concurrency
+    if isinstance(concurrency, tuple):
+        low, high = concurrency
+    elif concurrency is not None:
+        low = high = concurrency
     else:
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        kwargs["compute"] = ray.data.ActorPoolStrategy(min_size=1, max_size=cpus)
+        low, high = 1, max(1, int(ray.cluster_resources().get("CPU", 1)))
+    kwargs["compute"] = ray.data.ActorPoolStrategy(min_size=low, max_size=high)
     return ds.map_batches(CompileBatches, batch_format="pyarrow", **kwargs)
 

@@ -346,7 +346,7 @@ models:
     rows = ray.data.from_items([dict(r, idx=k) for k, r in enumerate(TEST * 50)])
     out = compile_dataset(rows.repartition(4), dataset=tmp_path / "topics.yaml",
                           model={"abbr": "base", "type": "HuggingFaceCausalLM"},
-                          batch_size=64)
+                          batch_size=64, concurrency=1)
     got = sorted(out.take_all(), key=lambda r: r["index"])
     assert [r["ice_ids"] for r in got] == TOPK3 * 50
     assert [r["prompt"] for r in got] == [r["prompt"] for r in records[:200]]

@@ -62,6 +62,15 @@ def make(folder: Path, rows: int) -> None:
     with (folder / "test.jsonl").open("w") as fh:
         for i in range(rows):
             fh.write(json.dumps(_row(i)) + "\n")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    step = 100_000  # the same rows with their ids, for the Ray Data stage
+    with pq.ParquetWriter(folder / "test.parquet", pa.schema(
+            [(c, pa.string()) for c in _row(0)] + [("idx", pa.int64())])) as writer:
+        for lo in range(0, rows, step):
+            part = [dict(_row(i), idx=i) for i in range(lo, min(lo + step, rows))]
+            writer.write_table(pa.Table.from_pylist(part, schema=writer.schema))
 
 
 class _Peaks(threading.Thread):
@@ -79,7 +88,7 @@ class _Peaks(threading.Thread):
                     continue
                 try:
                     with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                        if not fh.read().startswith(b"ray::MapBatches"):
+                        if not fh.read().startswith((b"ray::MapBatches", b"ray::MapWorker")):
                             continue
                     with open(f"/proc/{entry}/status") as fh:
                         for line in fh:
@@ -104,14 +113,32 @@ ray.shutdown()
 """
 
 
-def run(folder: Path, out: str, extra: list[str], ray_cpus: int = 0) -> dict[str, float]:
+STAGE_RUN = """\
+import json, sys, time
+import ray
+from prompt_compiler.ray import compile_dataset
+n = int(sys.argv[1])
+ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+         _system_config={"worker_niceness": 0})
+ray.data.DataContext.get_current().enable_progress_bars = False
+rows = ray.data.read_parquet("test.parquet").repartition(32).materialize()  # before the clock
+start = time.perf_counter()
+records = compile_dataset(rows, dataset="suite.py", model="suite.py", concurrency=n)
+count = sum(b.num_rows() for b in records.iter_internal_ref_bundles())  # blocks stay put
+print(json.dumps({"compile": time.perf_counter() - start, "records": count}))
+ray.shutdown()
+"""
+
+
+def run(folder: Path, out: str, extra: list[str], ray_cpus: int = 0,
+        script: str = RAY_RUN) -> dict[str, float]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                       env.get("PYTHONPATH", "")]))
     peaks = _Peaks()
     peaks.start()
     start = time.perf_counter()
-    command = (["-c", RAY_RUN, str(ray_cpus), out] if ray_cpus else
+    command = (["-c", script, str(ray_cpus), out] if ray_cpus else
                ["-m", "prompt_compiler", "suite.py", "-o", out, *extra])
     proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", sys.executable, *command],
                             cwd=folder, env=env, stdout=subprocess.PIPE,
@@ -123,8 +150,10 @@ def run(folder: Path, out: str, extra: list[str], ray_cpus: int = 0) -> dict[str
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(extra) or 'local'} failed: {stderr}")
     driver_kb = int(stderr.strip().splitlines()[-1])
-    compile_s = json.loads(stdout.strip().splitlines()[-1])["compile"] if ray_cpus else wall
-    return {"wall": wall, "compile": compile_s, "driver_mb": driver_kb / 1024,
+    found = json.loads(stdout.strip().splitlines()[-1]) if ray_cpus else {}
+    compile_s = found.get("compile", wall)
+    return {"wall": wall, "compile": compile_s, "records": found.get("records", -1),
+            "driver_mb": driver_kb / 1024,
             "worker_mb": max(peaks.peaks.values(), default=0) / 1024,
             "workers_seen": len(peaks.peaks)}
 
@@ -146,8 +175,13 @@ def main() -> int:
         # the compile alone: Ray started beforehand in the same process (compile_to_dir)
         one_c = run(folder, "out_ray1c", [], ray_cpus=1)
         two_c = run(folder, "out_ray2c", [], ray_cpus=2)
+        # the Ray Data stage alone (compile_dataset, Parquet rows in, records counted, nothing
+        # written): how the workers scale without the driver's writing and hashing
+        one_s = run(folder, "", [], ray_cpus=1, script=STAGE_RUN)
+        two_s = run(folder, "", [], ray_cpus=2, script=STAGE_RUN)
         load_after = os.getloadavg()
-        same = all((folder / o / "manifest.json").read_bytes()
+        same = one_s["records"] == two_s["records"] == args.rows and all(
+            (folder / o / "manifest.json").read_bytes()
                    == (folder / "out_local/manifest.json").read_bytes()
                    for o in ("out_ray1", "out_ray2", "out_ray1c", "out_ray2c"))
         n = args.rows
@@ -164,13 +198,17 @@ def main() -> int:
         print(f"{'  rows/s per worker':22}{steady[0]:14,.0f}{steady[1]:16,.0f}{steady[2]:16,.0f}")
         print(f"{'  vs local':22}{'':14}{steady[1] / steady[0]:16.0%}"
               f"{steady[2] / steady[0]:16.0%}")
+        stage = [n / one_s["compile"], n / two_s["compile"] / 2]
+        print(f"{'stage alone (s)':22}{'':14}{one_s['compile']:16.1f}{two_s['compile']:16.1f}")
+        print(f"{'  rows/s per worker':22}{'':14}{stage[0]:16,.0f}{stage[1]:16,.0f}")
         print(f"{'peak RSS/worker (MB)':22}{local['driver_mb']:14.0f}"
               f"{max(one['worker_mb'], one_c['worker_mb']):16.0f}"
               f"{max(two['worker_mb'], two_c['worker_mb']):16.0f}")
         print(f"{'driver peak RSS (MB)':22}{'':14}{one['driver_mb']:16.0f}"
               f"{two['driver_mb']:16.0f}")
         print(f"2 workers vs 1: {one['wall'] / two['wall']:.2f}x "
-              f"({steady[2] * 2 / steady[1]:.2f}x compiling alone); outputs byte-identical: "
+              f"({steady[2] * 2 / steady[1]:.2f}x compiling alone, "
+              f"{stage[1] * 2 / stage[0]:.2f}x the stage alone); outputs byte-identical: "
               f"{same}")
         print(f"control, the local engine at the same time: --jobs 2 vs 1: "
               f"{local['wall'] / control['wall']:.2f}x")
