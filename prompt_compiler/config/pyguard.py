@@ -622,10 +622,9 @@ def _max(*args: Any, **kwargs: Any) -> Any:
 
 
 def _print(*args: Any, **kwargs: Any) -> None:
-    """``print`` to stderr (stdout may be ``--json`` output); ``file=`` is ignored."""
-    kwargs.pop("file", None)
-    kwargs.pop("flush", None)
-    print(*args, file=sys.stderr, **kwargs)
+    """``print`` in a config writes nothing: stdout may be ``--json`` output, and stderr
+    carries the command's one error line (a config printing a thousand lines first would
+    bury it)."""
 
 
 class _Namespace(dict):  # type: ignore[type-arg]
