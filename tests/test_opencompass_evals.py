@@ -163,7 +163,8 @@ models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template=dict(
 def test_more_opencompass_054_model_classes(tmp_path: Path) -> None:
     # TurboMindAPIModel parses with LMTemplateParser; LiteLLMAPI, TeleChatStream, GeminiSDK
     # and OpenAISDKRollout are BaseAPIModel classes. Without a meta template both parsers
-    # join the prompt's items with '\n': here the one HUMAN prompt.
+    # join the prompt's items with '\n': here the one HUMAN prompt, which LiteLLMAPI and
+    # OpenAISDKRollout send as one user message and GeminiSDK as one user content.
     suite = _suite(tmp_path, f"""\
 from mmengine.config import read_base
 from opencompass.models import GeminiSDK, LiteLLMAPI, OpenAISDKRollout
@@ -185,8 +186,8 @@ models = [
 ]
 """)
     assert _compile(suite) == {
-        "gemini/qa": ["Q: 2+2?"],
-        "litellm/qa": ["Q: 2+2?"],
+        "gemini/qa": [{"contents": [{"role": "user", "parts": [{"text": "Q: 2+2?"}]}]}],
+        "litellm/qa": [[{"role": "user", "content": "Q: 2+2?"}]],
         "rollout/qa": [[{"role": "user", "content": "Q: 2+2?"}]],
         "telechat/qa": ["Q: 2+2?"],
         "tm-api/qa": ["<|User|>:Q: 2+2?\n<|Bot|>:"],

@@ -532,15 +532,16 @@ def test_a_float_range_of_one_row_or_more_is_an_error(tmp_path: Path) -> None:
 # -- OpenCompass 0.5.4's API model classes ----------------------------------------------
 
 @pytest.mark.parametrize(("model_class", "prompt"), [
-    ("GeminiSDK", [{"role": "HUMAN", "prompt": "Hi?"}]),
-    ("LiteLLMAPI", [{"role": "HUMAN", "prompt": "Hi?"}]),
+    ("GeminiSDK", {"contents": [{"role": "user", "parts": [{"text": "Hi?"}]}]}),
+    ("LiteLLMAPI", [{"role": "user", "content": "Hi?"}]),
+    ("ClaudeSDK", {"messages": [{"role": "user", "content": "Hi?"}]}),
     ("TeleChat", [{"role": "HUMAN", "prompt": "Hi?"}]),
     ("TeleChatStream", [{"role": "HUMAN", "prompt": "Hi?"}]),
     ("OpenAISDKResponse", [{"role": "user", "content": "Hi?"}]),  # OpenAI messages
     ("OpenAISDKRollout", [{"role": "user", "content": "Hi?"}]),
 ])
 def test_every_api_model_class_of_opencompass_is_known(tmp_path: Path, model_class: str,
-                                                       prompt: list[dict[str, str]]) -> None:
+                                                       prompt: object) -> None:
     (tmp_path / "m.py").write_text(
         "from opencompass.models import " + model_class + "\n"
         "api_meta = dict(round=[dict(role='HUMAN', api_role='HUMAN'),\n"

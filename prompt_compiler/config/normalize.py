@@ -346,7 +346,9 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
                                                     where=f"{key_path}.system_role")
         except PromptCompilerError as err:
             raise err.located(**where) from None
-    for key in _MODEL_PASS_KEYS:
+    from ..model.api_requests import request_option_keys
+
+    for key in _MODEL_PASS_KEYS + request_option_keys(class_name):
         if entry.get(key) is not None:
             spec[key] = _clean(entry[key], f"{key_path}.{key}", config_path, None, abbr)
     if isinstance(entry.get("path"), str):  # the served model's name (--format openai-batch)

@@ -9,11 +9,17 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from ..errors import ConfigError, PromptCompilerError, RegistryError, RenderError, UnknownRoleError
+from ..errors import ConfigError, PromptCompilerError, RegistryError
 from ..policy import Policy
 from ..promptlist import PromptList
 from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
 from ..render.api import prompt_text
+from .api_requests import (
+    OPENAI_COMPATIBLE_MODELS,
+    REQUEST_BUILDERS,
+    openai_messages,
+    request_options,
+)
 from .tokenize import (
     API_WORD_COUNTED,
     TokenCounter,
@@ -27,44 +33,6 @@ from .tokenize import (
 __all__ = ["API_WORD_COUNTED", "OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter",
            "api_words", "build_model", "manifest_models", "openai_messages",
            "whitespace_tokens"]
-
-OPENAI_COMPATIBLE_MODELS = frozenset({
-    "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout", "OpenAISDKResponse"})
-"""OpenCompass API classes that send OpenAI chat-completion messages (``openai_api.py``)."""
-
-_OPENAI_ROLE = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
-_CHATML_ROLES = frozenset(_OPENAI_ROLE.values())
-
-
-def openai_messages(rendered: Any) -> Any:
-    """The request messages OpenCompass's ``OpenAI`` class builds from an API prompt.
-
-    A string becomes one user message; ``HUMAN``/``BOT``/``SYSTEM`` items become
-    ``user``/``assistant``/``system`` messages (one per item, nothing merged); a list that
-    is already ``system``/``user``/``assistant`` messages goes through as it is.
-    """
-    if isinstance(rendered, str):
-        return [{"role": "user", "content": rendered}]
-    if rendered and all(isinstance(m, Mapping) and m.get("role") in _CHATML_ROLES
-                        and "content" in m for m in rendered):
-        return [dict(m) for m in rendered]
-    out = []
-    for item in rendered:
-        if not isinstance(item, Mapping) or "prompt" not in item:
-            raise RenderError(
-                "the OpenAI API takes messages only; this prompt holds "
-                + ("a bare string (the meta template's 'begin')" if isinstance(item, str)
-                   else f"an item without 'prompt': {item!r}"),
-                hint="move the text into a SYSTEM or HUMAN role of the meta template",
-                reference=("TypeError", "string indices must be integers"))
-        role = _OPENAI_ROLE.get(str(item.get("role")))
-        if role is None:
-            raise UnknownRoleError(
-                f"api_role {item.get('role')!r} has no OpenAI role; OpenCompass's OpenAI class "
-                "maps HUMAN, BOT and SYSTEM (to user, assistant, system)",
-                key_path="meta_template")
-        out.append({"role": role, "content": item["prompt"]})
-    return out
 
 _Chat = tuple[tuple[tuple[str, Any], ...], ...]  # messages as hashable item tuples
 
@@ -159,6 +127,9 @@ class Model:
     """The model's ``stop_words`` (:mod:`prompt_compiler.model.generation`)."""
     tokenize: bool = False
     """Give every record ``input_ids`` (:mod:`prompt_compiler.model.token_ids`)."""
+    request_options: Mapping[str, Any] = field(default_factory=dict)
+    """The class's keyword parameters that shape its API request (LiteLLMAPI's
+    ``system_prompt``; :mod:`prompt_compiler.model.api_requests`)."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -294,10 +265,13 @@ class Model:
             from .token_ids import check_tokenize
 
             check_tokenize(renderer, count_tokens, where=where, model=str(abbr))
+        class_name = str(model_class).rsplit(".", 1)[-1] if model_class is not None else None
+        options = request_options(class_name, cfg, where=where, model=str(abbr)) \
+            if renderer == "api" else {}
         return cls(str(abbr), renderer, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
                    chat_template, api_format, dict(kwargs), prompter, system_role,
-                   str(model_class).rsplit(".", 1)[-1] if model_class is not None else None,
-                   prefix, tools, documents, date, max_out, tuple(stop_words), tokenize)
+                   class_name, prefix, tools, documents, date, max_out, tuple(stop_words),
+                   tokenize, options)
 
     def with_dataset_keys(self, dataset: Mapping[str, Any]) -> Model:
         """This model with a dataset's ``assistant_prefix`` / ``tools`` / ``documents``
@@ -391,13 +365,29 @@ class Model:
         return self.renderer == "api" and (self.model_class is None
                                          or self.model_class in OPENAI_COMPATIBLE_MODELS)
 
+    def api_request(self, rendered: Any) -> Any:
+        """The request this API model's class builds from ``rendered``
+        (:mod:`prompt_compiler.model.api_requests`), or ``None`` when the class sends the
+        parser's output as it is."""
+        if self.renderer != "api" or isinstance(rendered, PromptList):
+            return None
+        build = REQUEST_BUILDERS.get("OpenAI" if self.model_class is None
+                                     else self.model_class)
+        if build is None:
+            return None
+        try:
+            return build(rendered, self.request_options)
+        except PromptCompilerError as err:
+            raise err.located(model=self.abbr) from None
+
     def inputs(self, rendered: Any, mode: str, policy: Policy) -> tuple[Any, Any, Any]:
         """``(receives, chat_messages, delivered)`` for a rendered prompt.
 
         ``receives`` is exactly what the model gets: the chat template's text, the API
         format's request or the prompter's output when configured; else OpenAI messages
-        for chat-template models and OpenAI-compatible API classes; else ``rendered``
-        (the LM string, or another API class's OpenCompass messages).
+        for chat-template models; else the request an API model's class builds
+        (:meth:`api_request`); else ``rendered`` (the LM string, or another API class's
+        OpenCompass messages).
         """
         chat = self.chat_messages(rendered, policy, mode)
         delivered = self.deliver(rendered, mode, policy)
@@ -405,12 +395,8 @@ class Model:
             return delivered, chat, delivered
         if chat is not None:
             return chat, chat, None
-        if self.openai_shaped and not isinstance(rendered, PromptList):
-            try:
-                return openai_messages(rendered), chat, None
-            except PromptCompilerError as err:
-                raise err.located(model=self.abbr) from None
-        return rendered, chat, None
+        request = self.api_request(rendered)
+        return (rendered if request is None else request), chat, None
 
     def token_len(self, rendered: Any) -> int:
         """Tokens of a rendered prompt, counted as OpenCompass's model class counts them.
