@@ -46,7 +46,7 @@ class Limits:
     """Characters (and list items) one render of a sandboxed template may build in all."""
     config_source_bytes: int = 1024 * 1024
     """Bytes of a Python config file (and of each base config)."""
-    config_seconds: int = 5
+    config_seconds: int = 2
     """CPU seconds a Python config may run while it loads (its bases included)."""
     config_bytes: int = 1024 * 1024 * 1024
     """Bytes of memory a Python config may take while it loads (Linux: address space)."""

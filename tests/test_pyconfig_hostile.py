@@ -274,3 +274,11 @@ def test_a_config_set_iterates_in_the_order_items_were_added(tmp_path: Path) -> 
         assert proc.returncode == 0, proc.stderr
         record = json.loads((tmp_path / f"out{seed}" / "m" / "d.jsonl").read_text("utf-8"))
         assert record["prompt"] == "delta charlie bravo echo X Y Z set() {'q'} q"
+
+
+def test_an_endless_loop_stops_at_the_default_limit(tmp_path: Path) -> None:
+    config(tmp_path, "while True:\n    pass\nX = 'q'")
+    line = one_error(tmp_path, "c.py", "-o", "out")
+    assert line == ("compile-prompts: error: c.py: line 2: the config ran for more than 2 "
+                    "seconds of CPU time while loading (an endless loop?); the limit is 2 "
+                    "seconds (PROMPT_COMPILER_MAX_CONFIG_SECONDS raises it)"), line
