@@ -462,7 +462,7 @@ def test_a_chat_template_is_bounded_too(tmp_path: Path) -> None:
 # --- growth in compat mode, the final prompt, max_seq_len over thousands of examples -----------
 
 
-def _fixk_suite(examples: int, max_seq_len: int) -> dict:
+def _fixk_suite(examples: int, max_seq_len: int) -> dict[str, object]:
     train = [{"question": f"q{i}", "answer": f"a{i}"} for i in range(examples)]
     return {"datasets": [{
         "abbr": "d", "reader_cfg": {"input_columns": ["question"], "output_column": "answer"},
