@@ -286,7 +286,7 @@ class _DatasetLint:
     def _bos_checks(self, job: Any, records: Sequence[Any], tokenizer: Any) -> None:
         """double-bos, missing-bos, eos-in-prompt: on the ids OpenCompass feeds (compat)."""
         from ..errors import PromptCompilerError
-        from ..model.token_ids import RecordIds, model_bos, prompt_ids
+        from ..model.token_ids import RecordIds, lmdeploy_text, model_bos, prompt_ids
         from ..policy import Policy
 
         model, compat = job.model, Policy.of("opencompass")
@@ -296,7 +296,10 @@ class _DatasetLint:
         counts: dict[str, int] = {}
         for rec in records:
             try:
-                ids = prompt_ids(model, texts.text(rec), compat)
+                text = texts.text(rec)
+                if job.policy.fixes("D21"):  # a default-mode record: the text as compat hands it
+                    text = lmdeploy_text(model, text)
+                ids = prompt_ids(model, text, compat)
             except PromptCompilerError:
                 continue  # a prompt with no one text (multimodal) has no ids to check
             found = []

@@ -349,12 +349,17 @@ class Model:
             # A reply prefix is the last (assistant) message, left open for the model.
             prefill = mode == "gen" and self.assistant_prefix is not None
             try:
-                return self.chat_template.render(
+                text = self.chat_template.render(
                     messages, add_generation_prompt=mode == "gen" and not prefill,
                     continue_final_message=prefill, tools=self.tools, documents=self.documents,
                     **self.template_kwargs)
             except PromptCompilerError as err:
                 raise _chat_template_located(err) from None
+            if policy.fixes("D21"):
+                return text
+            from .token_ids import lmdeploy_text  # compat: the text lmdeploy is handed
+
+            return lmdeploy_text(self, text)
         from ..api_formats import format_chat
 
         return format_chat(str(self.api_format), messages)

@@ -13,8 +13,9 @@ else the tokenizer folder's).
 * ``hf_chat`` models (HuggingFacewithChatTemplate, VLLMwithChatTemplate): the template's
   text encoded without special tokens (``add_special_tokens=False``): a BOS comes only from
   the template, so a template that writes none drops the tokenizer's (defect D28);
-  TurboMindModelwithChatTemplate: the template's text less a leading ``bos_token``, encoded by
-  lmdeploy with the tokenizer's special tokens, so a tokenizer whose post-processor adds no
+  TurboMindModelwithChatTemplate: the template's text less a leading ``bos_token`` (the
+  record's ``prompt``: :func:`lmdeploy_text`), encoded by lmdeploy with the tokenizer's
+  special tokens, so a tokenizer whose post-processor adds no
   BOS (Llama 3 with a named ``bos_token``) loses the template's (D21).
 
 **Default mode** (D21): exactly one BOS where the model has one (the token the post-processor puts
@@ -42,7 +43,8 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RenderError
 
-__all__ = ["IdsJson", "RecordIds", "TURBOMIND_CHAT", "check_tokenize", "prompt_ids"]
+__all__ = ["IdsJson", "RecordIds", "TURBOMIND_CHAT", "check_tokenize", "lmdeploy_text",
+           "prompt_ids"]
 
 TURBOMIND_CHAT = "TurboMindModelwithChatTemplate"
 """The OpenCompass chat class whose ids lmdeploy encodes (compat mode: see :func:`prompt_ids`)."""
@@ -73,17 +75,30 @@ def model_bos(tokenizer: Any) -> int | None:
     return found
 
 
+def lmdeploy_text(model: Any, text: str) -> str:
+    """The chat template's text as TurboMindModelwithChatTemplate hands it to lmdeploy: less
+    one leading ``bos_token`` of the tokenizer (OpenCompass's workaround for lmdeploy adding
+    special tokens); other models' text as it is. Compat mode only (D21)."""
+    if getattr(model, "model_class", None) != TURBOMIND_CHAT:
+        return text
+    special = getattr(model.count_tokens, "special", None)
+    if special is None and model.chat_template is not None:
+        special = model.chat_template.special_tokens
+    bos = (special or {}).get("bos_token")
+    if isinstance(bos, str) and bos and text.startswith(bos):
+        return text[len(bos):]
+    return text
+
+
 def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
     """The ids of one prompt text (already the chat template's text for ``hf_chat``)."""
     tokenizer = model.count_tokens
     if not policy.fixes("D21"):
         if model.renderer == "hf_chat":
             if getattr(model, "model_class", None) == TURBOMIND_CHAT:
-                # OpenCompass strips the template's leading bos_token; lmdeploy then encodes
-                # the text with the tokenizer's special tokens (HuggingFaceTokenizer.encode)
-                bos = tokenizer.special.get("bos_token")
-                if bos and text.startswith(bos):
-                    text = text[len(bos):]
+                # the text OpenCompass hands lmdeploy (already less its leading bos_token:
+                # lmdeploy_text), encoded with the tokenizer's special tokens
+                # (lmdeploy's HuggingFaceTokenizer.encode)
                 return list(tokenizer.full_ids(text))
             return list(tokenizer.body_ids(text))
         return list(tokenizer.full_ids(text))
