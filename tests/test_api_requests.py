@@ -149,3 +149,32 @@ def test_litellm_system_prompt_must_be_text(tmp_path: Path) -> None:
     with pytest.raises(pc.ConfigError, match="system_prompt must be a string"):
         pc.Model.from_dict({"abbr": "l", "renderer": "api", "type": "LiteLLMAPI",
                             "system_prompt": 3})
+
+
+def test_show_prints_a_request_field_by_field(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(CONFIG, encoding="utf-8")
+    proc = run_cli("m.py", "--show", "1", "--models", "claude", "--models", "gemini",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[user] Hi?␃\n[system] Be brief.␃\n" in proc.stdout
+    assert "[user] Hi?␃\n[system_instruction] Be brief.␃\n" in proc.stdout
+
+
+def test_yaml_litellm_system_prompt(tmp_path: Path) -> None:
+    (tmp_path / "l.yaml").write_text("""\
+models:
+  - {abbr: lite, type: LiteLLMAPI, path: openai/gpt-4o, system_prompt: 'Be concise.'}
+datasets:
+  - abbr: d
+    reader_cfg: {input_columns: [q]}
+    infer_cfg:
+      prompt_template: {type: PromptTemplate, template: 'Q: {q}'}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: GenInferencer}
+    rows: [{q: 'Hi?'}]
+""", encoding="utf-8")
+    proc = run_cli("l.yaml", "-o", "out", "--mode", "compat", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "out" / "lite" / "d.jsonl").read_text(encoding="utf-8"))
+    assert record["prompt"] == [{"role": "system", "content": "Be concise."},
+                                {"role": "user", "content": "Q: Hi?"}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["GLYPHS", "Segment", "segments", "visible"]
@@ -72,11 +73,26 @@ def _text(s: str, color: bool) -> str:
     return "".join(parts) + "␃"
 
 
+def _text_parts(parts: Any) -> bool:
+    return isinstance(parts, list) and bool(parts) and all(
+        isinstance(p, Mapping) and isinstance(p.get("text"), str) for p in parts)
+
+
 def visible(prompt: Any, *, color: bool = False) -> str:
     """Render ``prompt`` for a human: ``↵`` ends lines, ``→`` tabs, ``·`` trailing spaces,
     ``⟦…⟧`` (or reverse video) marks special tokens, ``␃`` marks the end."""
     if isinstance(prompt, str):
         return _text(prompt, color)
+    if isinstance(prompt, Mapping):  # an API class's request ({"messages", "system"} ...)
+        fields = []
+        for key, value in prompt.items():
+            if isinstance(value, str):
+                fields.append(f"[{key}] {_text(value, color)}")
+            elif isinstance(value, list):
+                fields.append(visible(value, color=color))
+            else:
+                fields.append(f"[{key}] {json.dumps(value, ensure_ascii=False, default=repr)}")
+        return "\n".join(fields)
     parts = []
     for msg in prompt:
         if isinstance(msg, str):
@@ -87,6 +103,8 @@ def visible(prompt: Any, *, color: bool = False) -> str:
             parts.append(f"[item] {json.dumps(obj, ensure_ascii=False, default=repr)}")
         else:
             body = msg.get("prompt", msg.get("content"))
+            if body is None and _text_parts(msg.get("parts")):  # Gemini's {"text"} parts
+                body = "".join(p["text"] for p in msg["parts"])
             head = msg.get("role", "?")
             parts.append(f"[{head}] " + (_text(body, color) if isinstance(body, str)
                                           else json.dumps(body, ensure_ascii=False)))
