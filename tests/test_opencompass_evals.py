@@ -604,3 +604,28 @@ models = [dict(type=OpenAISDK, abbr='api', path='gpt-4o', meta_template={API_MET
     records = [json.loads(x) for x in (project / "out" / "api" / "foo.jsonl").read_text(
         encoding="utf-8").splitlines()]
     assert [r["prompt"] for r in records] == [[{"role": "user", "content": "Q: 1+1?"}]]
+
+
+def test_base_model_classes_that_parse_like_api_models(tmp_path: Path) -> None:
+    # HuggingFaceChatGLM3, Llama2, Llama2Chat, Mixtral and LLaMA2AccessoryModel set an
+    # APITemplateParser in OpenCompass 0.5.4: the prompt is the message list their generate()
+    # turns into a chat history (each message begin + prompt + end, _role2api_role).
+    suite = _suite(tmp_path, """\
+from mmengine.config import read_base
+from opencompass.models import HuggingFaceChatGLM3, Llama2
+
+with read_base():
+    from opencompass.configs.datasets.qa.qa_gen import qa_datasets
+
+meta = dict(round=[dict(role='HUMAN', api_role='HUMAN', begin='<|user|>'),
+                   dict(role='BOT', api_role='BOT', begin='<|assistant|>', generate=True)])
+datasets = qa_datasets
+models = [dict(type=HuggingFaceChatGLM3, abbr='glm3', path='THUDM/chatglm3-6b',
+               meta_template=meta),
+          dict(type=Llama2, abbr='llama2', path='llama-2-7b')]
+""")
+    for mode in ("default", "compat"):
+        assert _compile(suite, mode=mode) == {
+            "glm3/qa": [[{"role": "HUMAN", "prompt": "<|user|>Q: 2+2?"}]],
+            "llama2/qa": ["Q: 2+2?"],
+        }

@@ -70,10 +70,10 @@ INFERENCERS = frozenset({
 
 # Subclasses of OpenCompass's BaseModel whose prompts go through LMTemplateParser.
 LM_MODELS = frozenset({
-    "HuggingFace", "HuggingFaceCausalLM", "HuggingFaceBaseModel", "HuggingFaceChatGLM3",
+    "HuggingFace", "HuggingFaceCausalLM", "HuggingFaceBaseModel",
     "TurboMindModel", "TurboMindTisModel", "LmdeployPytorchModel", "LmdeployTisModel",
-    "VLLM", "LightllmAPI", "InternLM", "InternTrain", "Llama2", "Llama2Chat", "GLM130B",
-    "AlayaLM", "Mixtral", "ModelScope", "ModelScopeCausalLM", "LLaMA2AccessoryModel",
+    "VLLM", "LightllmAPI", "InternLM", "InternTrain", "GLM130B",
+    "AlayaLM", "ModelScope", "ModelScopeCausalLM",
     "QwenLM", "TurboMindAPIModel",
 })
 
@@ -86,6 +86,8 @@ API_MODELS = frozenset({
     "Nanbeige", "PanGu", "Qwen", "Rendu", "SenseTime", "StepFun", "UniGPT", "XunFei",
     "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI", "ZhiPuV2AI", "GeminiSDK", "LiteLLMAPI",
     "OpenAISDKResponse", "OpenAISDKRollout", "TeleChat", "TeleChatStream",
+    # BaseModel subclasses that set an APITemplateParser (their generate() takes messages)
+    "HuggingFaceChatGLM3", "Llama2", "Llama2Chat", "Mixtral", "LLaMA2AccessoryModel",
 })
 
 # BaseModel subclasses that apply the tokenizer's chat template to API-style messages.
