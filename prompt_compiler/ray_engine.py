@@ -392,7 +392,7 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
                 else:
                     digest = writer.write_blocks(pair.out_name, iter([data]))
             else:
-                digest = _ranges(pair, settings, plan, cpus, counts, writer)
+                digest = _ranges(pair, settings, plan, cpus, counts, writer, progress)
             outputs[pair.out_name] = counts.entry(pair, digest)
     except BaseException:
         for ref in singles.values():
@@ -431,10 +431,11 @@ def _get(ref: Any) -> Any:
 
 
 def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: Counts,
-            writer: Any) -> str:
+            writer: Any, progress: Any = None) -> str:
     """Write a large pair's file from a Ray Data pipeline over its row blocks (in order):
     a block written by its worker into the staging folder (a worker on this node) is
-    appended and removed, one returned is written; its sha256."""
+    appended and removed, one returned is written; its sha256. ``progress.rows(n)`` and
+    ``progress.advance(n)`` (when present) hear of the test rows and of each block's."""
     import orjson
     import ray
 
@@ -442,6 +443,9 @@ def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: 
 
     ranges, shots, retrieved = plan
     name, staging = pair.out_name, writer.staging
+    advance = getattr(progress, "advance", None)
+    if advance is not None and hasattr(progress, "rows"):
+        progress.rows(ranges[-1].stop - ranges[0].start)
     shown = writer.shown_path(name)
     items = [{"block": k, "start": rows.start, "stop": rows.stop,
               "ids": b"" if retrieved is None else orjson.dumps([list(retrieved[i])
@@ -471,6 +475,8 @@ def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: 
                     done += 1
                     counts.count += int(n)
                     counts.over_limit += int(over)
+                    if advance is not None:
+                        advance(len(ranges[int(k)]))
                     yield staging / str(part) if part else bytes(data)
             if done != len(items):
                 raise PromptCompilerError(f"internal error: {done} of {len(items)} row blocks "
@@ -496,14 +502,15 @@ def _data_context() -> Iterator[None]:
     ctx = ray.data.DataContext.get_current()
     log = logging.getLogger("ray.data")
     saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
-             ctx.print_on_execution_start, log.level)
+             ctx.print_on_execution_start, ctx.op_resource_reservation_enabled, log.level)
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
+    ctx.op_resource_reservation_enabled = False  # one map stage: no CPUs held back for others
     log.setLevel(logging.CRITICAL)  # a failure is reported once, by the CLI
     try:
         yield
     finally:
         (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
-         ctx.print_on_execution_start, level) = saved
+         ctx.print_on_execution_start, ctx.op_resource_reservation_enabled, level) = saved
         log.setLevel(level)

@@ -167,8 +167,12 @@ class _Progress:
 
     def row(self) -> None:
         """One more row is done."""
+        self.advance(1)
+
+    def advance(self, n: int) -> None:
+        """``n`` more rows are done."""
         if self.enabled and self._task is not None:
-            self._bar.advance(self._task)
+            self._bar.advance(self._task, n)
             speed = self._bar.tasks[-1].speed
             self._bar.update(self._task, rate=f"{speed:,.0f} rows/s" if speed else "")
 
