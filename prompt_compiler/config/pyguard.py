@@ -226,30 +226,15 @@ class _Rewrite(ast.NodeTransformer):
                                        keywords=[]))
         return [ast.copy_location(tick, body[0]) if body else tick, *body]
 
-    def visit_For(self, node: ast.For) -> ast.AST:
+    def _visit_body(self, node: ast.For | ast.AsyncFor | ast.While | ast.FunctionDef
+                    | ast.AsyncFunctionDef) -> ast.AST:
+        """A loop or a function: each turn (each call) of its body counts as a step."""
         self.generic_visit(node)
         node.body = self._ticked(node.body)
         return node
 
-    def visit_AsyncFor(self, node: ast.AsyncFor) -> ast.AST:
-        self.generic_visit(node)
-        node.body = self._ticked(node.body)
-        return node
-
-    def visit_While(self, node: ast.While) -> ast.AST:
-        self.generic_visit(node)
-        node.body = self._ticked(node.body)
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        node.body = self._ticked(node.body)
-        return node
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        node.body = self._ticked(node.body)
-        return node
+    visit_For = visit_AsyncFor = visit_While = _visit_body
+    visit_FunctionDef = visit_AsyncFunctionDef = _visit_body
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.generic_visit(node)
