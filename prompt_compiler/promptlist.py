@@ -22,10 +22,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
-from .errors import DataError, RenderError
+from . import limits
+from .errors import DataError, LimitError, RenderError
 
-__all__ = ["Item", "Marker", "PromptList", "RoleItem", "canonical_prompt", "item_from_obj",
-           "json_default", "prompt_sha256"]
+__all__ = ["Ice", "Item", "Marker", "PromptList", "Rendered", "RoleItem", "canonical_prompt",
+           "check_growth", "item_from_obj", "json_default", "prompt_sha256", "replace_in",
+           "role_with_list_ice", "str_template_with_list_ice"]
 
 SECTION_NAMES = ("begin", "round", "end", "ice")
 
@@ -247,8 +249,7 @@ class PromptList:
         is filled again (defect D1).
         """
         from .policy import Policy
-        from .template.fill import RowValues
-        from .template.oc_ops import fill_text  # the filling rule lives with the templates
+        from .template.fill import RowValues, fill_text
 
         sequential = not Policy.of(policy).fixes("D1")
         row = RowValues.of(values)
@@ -273,8 +274,6 @@ class PromptList:
         and puts its items in between (empty pieces are left out); ``src`` inside a role's
         prompt cannot take a PromptList (``TypeError``). Markers are kept as they are.
         """
-        from .template.oc_ops import oc_replace
-
         if isinstance(dst, PromptList):
             for i, item in enumerate(self.items):
                 if isinstance(item, RoleItem) and isinstance(item.prompt, str) \
@@ -285,7 +284,7 @@ class PromptList:
                         hint="replace it with a str, or put it in a str item of its own",
                         reference=("TypeError", f"Found keyword {src} in a dictionary's "
                                    "prompt key. Cannot replace with a PromptList."))
-        out = oc_replace(self, src, dst, where="PromptList.replace")
+        out = replace_in(self, src, dst, where="PromptList.replace")
         assert isinstance(out, PromptList)
         return out
 
@@ -338,3 +337,77 @@ def prompt_sha256(prompt: Any) -> str:
         raise DataError(f"the prompt holds a lone surrogate ({exc.object[exc.start]!r} at "
                         f"character {exc.start}), which has no UTF-8 form",
                         hint="fix the text in the data or config") from None
+
+
+# -- OpenCompass's replace on a str or a PromptList (templates put their ice blocks in with it) --
+
+Rendered = str | PromptList
+"""What a template produces for one row."""
+Ice = str | PromptList | list[Any]
+"""An in-context block."""
+
+
+def replace_in(tp: Rendered, src: str, dst: Ice, *, where: str = "template") -> Rendered:
+    """``str.replace`` / ``PromptList.replace`` exactly as OpenCompass does them (a str
+    ``dst`` grows the text by at most the prompt-size limit)."""
+    if isinstance(tp, str):
+        if isinstance(dst, str):
+            check_growth(tp, src, dst)
+            return tp.replace(src, dst)
+        raise str_template_with_list_ice(where)
+    out: list[Item] = []
+    for item in tp:
+        if isinstance(item, str):
+            if isinstance(dst, str):
+                check_growth(item, src, dst)
+                out.append(item.replace(src, dst))
+            elif isinstance(dst, PromptList):
+                pieces = item.split(src)
+                for i, piece in enumerate(pieces):
+                    if piece:
+                        out.append(piece)
+                    if i < len(pieces) - 1:
+                        out.extend(dst.items)
+            # any other dst (a plain list) silently drops the str item
+        elif isinstance(item, RoleItem) and isinstance(item.prompt, str) and src in item.prompt:
+            if isinstance(dst, PromptList):
+                raise role_with_list_ice(src, where)
+            if not isinstance(dst, str):
+                raise RenderError("cannot put a message list inside a role prompt", key_path=where,
+                                  reference=("TypeError", "replace() argument 2 must be str"))
+            out.append(item.with_prompt(item.prompt.replace(src, dst)))
+        else:
+            out.append(item)
+    return PromptList(tuple(out))
+
+
+def check_growth(text: str, src: str, dst: str) -> None:
+    """Refuse ``text.replace(src, dst)`` when its result would pass the prompt-size limit."""
+    if len(dst) > len(src) and src:
+        count = text.count(src)
+        if count > 1:
+            limit = limits.current().prompt_chars
+            size = len(text) + count * (len(dst) - len(src))
+            if size > limit:
+                raise LimitError(f"putting the in-context examples at each of the {count:,} "
+                                 f"{src[:40]!r} would build {size:,} characters; "
+                                 + limits.describe("prompt_chars", limit, "characters"))
+
+
+def role_with_list_ice(token: str | None, where: str) -> RenderError:
+    return RenderError(
+        f"the ice_token {token!r} sits inside a role's prompt, but the in-context examples "
+        "are a PromptList (a meta ice template) and cannot be put inside one prompt",
+        key_path=where, hint="put the ice_token in its own string item, e.g. begin='</E>'",
+        reference=("TypeError", f"Found keyword {token} in a dictionary's prompt key. "
+                   "Cannot replace with a PromptList."),
+    )
+
+
+def str_template_with_list_ice(where: str) -> RenderError:
+    return RenderError(
+        "a str prompt template cannot take in-context examples built by a meta "
+        "(begin/round/end) ice template",
+        key_path=where, hint="make both templates str, or both meta dicts",
+        reference=("TypeError", "replace() argument 2 must be str, not PromptList"),
+    )

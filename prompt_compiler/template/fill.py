@@ -28,7 +28,8 @@ from typing import Any
 from .. import limits
 from ..errors import LimitError
 
-__all__ = ["VALUE_TAGGER", "Pattern", "RowValues", "fill_sequential", "fill_single_pass"]
+__all__ = ["VALUE_TAGGER", "Pattern", "RowValues", "fill_sequential", "fill_single_pass",
+           "fill_text"]
 
 VALUE_TAGGER: ContextVar[Callable[[Mapping[str, Any], str, str], str] | None] = ContextVar(
     "VALUE_TAGGER", default=None)
@@ -144,3 +145,10 @@ def fill_sequential(text: str, values: Mapping[str, str]) -> str:
 def fill_single_pass(text: str, values: Mapping[str, str]) -> str:
     """Fill ``text`` once, left to right, never re-reading inserted values."""
     return Pattern.parse(text).fill(RowValues(dict(values), brace_free=True))
+
+
+def fill_text(text: str, values: RowValues, *, sequential: bool = True) -> str:
+    """Placeholders filled from ``values``: OpenCompass's sequential filling, or one pass."""
+    if "{" not in text:
+        return text
+    return Pattern.parse(text).fill(values, sequential=sequential)
