@@ -487,7 +487,7 @@ def _chat_token_len(template: Any, counter: Any, messages: _Chat) -> int:
 def _takes_tokenizer_kwargs(model_class: Any) -> bool:
     """Whether the OpenCompass class hands ``tokenizer_kwargs`` to its tokenizer (an unknown
     class or none: taken as one that does)."""
-    from ..config.known_keys import OPENCOMPASS_MODEL_PARAMS
+    from .oc_params import OPENCOMPASS_MODEL_PARAMS
 
     if model_class is not None and not isinstance(model_class, str):
         model_class = getattr(model_class, "__name__", "")
