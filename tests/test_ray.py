@@ -152,24 +152,27 @@ def test_200k_rows_on_ray_from_jsonl_and_parquet_are_byte_identical(
 
 
 def test_compat_mode_to_parquet_on_ray_is_byte_identical(big: Path, cluster: str) -> None:
-    # here the local engine reads Parquet and Ray reads JSON Lines; both write Parquet (the
-    # gen pairs: ppl is compared in the default mode)
+    # here the local engine reads Parquet and Ray reads JSON Lines; both write Parquet
     _ok(run_cli("suite_pq.py", "-o", "local_compat", "--mode", "compat", "--format", "parquet",
-                "--only", "gen-*", cwd=big, timeout=300))
+                cwd=big, timeout=300))
     _ok(run_cli("suite.py", "-o", "ray_compat", "--mode", "compat", "--format", "parquet",
-                "--only", "gen-*", "--engine", "ray", "--ray-address", cluster, cwd=big,
-                timeout=300))
+                "--engine", "ray", "--ray-address", cluster, cwd=big, timeout=300))
     local, on_ray = _tree(big / "local_compat"), _tree(big / "ray_compat")
     local_manifest = json.loads(local.pop("manifest.json"))
     ray_manifest = json.loads(on_ray.pop("manifest.json"))
     assert ray_manifest["outputs"] == local_manifest["outputs"]  # the inputs differ
     assert sorted(on_ray) == ["lm/gen-bm25.parquet", "lm/gen-fixk.parquet",
-                              "lm/gen-random-stateless.parquet", "lm/gen-random.parquet"]
+                              "lm/gen-random-stateless.parquet", "lm/gen-random.parquet",
+                              "lm/ppl-fixk.parquet"]
     assert on_ray == local
     table = pq.read_table(big / "ray_compat/lm/gen-fixk.parquet")
     assert table.num_rows == N
     assert table.slice(123456, 1).to_pylist()[0]["prompt"].endswith(
         "Q: 123456 plus 4 is 123460, apple?\nA:")
+    ppl = pq.read_table(big / "ray_compat/lm/ppl-fixk.parquet")  # a record per row and label
+    assert ppl.num_rows == 2 * N
+    assert ppl.slice(2 * 7 + 1, 1).to_pylist()[0]["prompt"] == (
+        "Q: train plum question\nA: plum\nQ: 7 plus 0 is 7, fig?\nA: no")
 
 
 def _ray_task_pids(name: str) -> list[int]:
