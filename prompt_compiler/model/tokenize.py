@@ -254,8 +254,9 @@ class TiktokenTokenizer(Tokenizer):
 
 TOKENIZER_KWARGS = frozenset({
     "add_bos_token", "add_eos_token", "legacy", "add_prefix_space", "trim_offsets",
-    "split_special_tokens", "fix_mistral_regex", "bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
-    "cls_token", "mask_token", "additional_special_tokens", "extra_special_tokens"})
+    "split_special_tokens", "fix_mistral_regex", "bos_token", "eos_token", "unk_token",
+    "sep_token", "pad_token", "cls_token", "mask_token", "additional_special_tokens",
+    "extra_special_tokens"})
 """``tokenizer_kwargs`` keys that change what a Hugging Face tokenizer folder encodes."""
 
 

@@ -40,7 +40,8 @@ def role_text(cfg: Mapping[str, Any], table: Mapping[str, Any], for_gen: bool) -
     return begin + merged.get("prompt", "") + merged.get("end", ""), True
 
 
-def round_text(meta_round: Sequence[Any], table: Mapping[str, Any], for_gen: bool) -> tuple[str, bool]:
+def round_text(meta_round: Sequence[Any], table: Mapping[str, Any], for_gen: bool
+               ) -> tuple[str, bool]:
     out = []
     for cfg in meta_round:
         if isinstance(cfg, str):
