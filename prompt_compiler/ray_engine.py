@@ -376,7 +376,7 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair)
     plans = [_plan(pair, settings, cpus) for pair in pairs]
     staging, cwd = writer.staging, os.getcwd()
-    # small pairs all start at once; a large pair's ranges stream through a window
+    # small pairs all start at once; a large pair's row blocks go through its Ray Data pipeline
     singles = {k: whole.remote(cwd, pair, settings, (str(staging), on_disk(pair.out_name)),
                                writer.shown_path(pair.out_name))
                for k, (pair, plan) in enumerate(zip(pairs, plans, strict=True)) if plan is None}
