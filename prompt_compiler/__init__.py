@@ -44,6 +44,7 @@ from .compiler import CompiledDataset, Compiler
 from .data.reader import ReaderConfig
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
+from .inspection.outputs import read_output
 from .model.spec import Model, whitespace_tokens
 from .model.tokenize import register_token_counter
 from .pairs import CompileSettings
@@ -127,6 +128,7 @@ __all__ = [
     "format_chat",
     "format_messages",
     "load",
+    "read_output",
     "register_token_counter",
     "whitespace_tokens",
 ]

@@ -71,6 +71,9 @@ class CompileSettings:
     """``multiturn`` or ``inline`` for every dataset (``--fewshot``; in the pairs' options)."""
     tokenize: bool = False
     """Records carry ``input_ids`` (``--tokenize``; on every model)."""
+    shard_rows: int | None = None
+    """Each pair's records as ``part-NNNNN`` files of this many (``--shard-rows``;
+    :mod:`prompt_compiler.emit.shards`); None: one file per pair."""
 
     def __post_init__(self) -> None:
         if self.data_dir is not None and not isinstance(self.data_dir, Path):

@@ -21,10 +21,20 @@ from typing import Any
 from .emit.blockfile import write_blocks
 from .emit.names import on_disk
 from .emit.outdir import OutputDir
+from .emit.shards import (
+    LocalSink,
+    Shard,
+    ShardPlan,
+    pair_entry,
+    pair_folder,
+    shard_tasks,
+    write_shards,
+)
 from .errors import PromptCompilerError
 from .pairs import CompileSettings, Counts, Pair, PreparedJob, pair_lines, prepare, range_lines
 
-__all__ = ["PARENT_SHARE", "SPLIT_ROWS", "compile_parallel", "row_ranges"]
+__all__ = ["PARENT_SHARE", "SPLIT_ROWS", "compile_parallel", "compile_parallel_shards",
+           "row_ranges", "shard_split"]
 
 SPLIT_ROWS = 2_000
 """A gen or ppl pair with at least twice this many test rows is split into row ranges."""
@@ -198,3 +208,111 @@ def _join(first: _Task, parts: list[tuple[str, Any]], wait: Callable[[Any], Any]
     digest = write_blocks(first.staging / on_disk(first.rel), blocks, shown=first.shown_file,
                           parts=appended())
     return total.count, digest, total.over_limit
+
+
+# -- sharded output (--shard-rows): every task writes its own shards ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ShardTask:
+    """One unit of sharded work: the shards ``shards`` of a pair (None: all of them), from
+    its test rows ``rows`` (None: all), whose first record is number ``first``."""
+
+    key: int
+    pair: Pair
+    settings: CompileSettings
+    plan: ShardPlan
+    rows: range | None
+    shards: range | None
+    first: int
+    staging: Path
+    shown: str
+
+
+def shard_split(pair: Pair, settings: CompileSettings, plan: ShardPlan, parts: int
+                ) -> tuple[list[tuple[range | None, range | None, int]], PreparedJob | None]:
+    """How a pair's shards are shared among ``parts`` tasks: ``(rows, shards, first record)``
+    per task (``[(None, None, 0)]``: one task writes them all), and the prepared job."""
+    from .data.sources import NotPeekable
+    from .plan.core import job_labels
+
+    whole: list[tuple[range | None, range | None, int]] = [(None, None, 0)]
+    try:
+        job, kind, params, prepared = prepare(pair, settings)
+    except (PromptCompilerError, NotPeekable):
+        return whole, None
+    n = len(job.rows.test)
+    if prepared is None or kind not in ("gen", "ppl") or n < 2 * SPLIT_ROWS or parts < 2:
+        return whole, None
+    per_row = 1 if kind == "gen" else len(job_labels(job, params))
+    if per_row < 1:
+        return whole, None
+    tasks = shard_tasks(n, per_row, plan.size, parts)
+    if len(tasks) < 2:
+        return whole, None
+    return [(rows, shards, first) for rows, shards, first in tasks], prepared
+
+
+def _compile_shards(task: _ShardTask) -> list[dict[str, Any]]:
+    """Worker: a pair's shards (or some of them) written into the staging folder; their
+    manifest entries."""
+    counts = Counts()
+    prepared = _PREPARED.get(task.key) if task.rows is not None else None
+    if prepared is not None:
+        blocks = range_lines(task.pair, prepared, task.rows, counts)
+    else:
+        blocks = pair_lines(task.pair, task.settings, counts, rows=task.rows)
+    shards = write_shards(LocalSink(task.staging, task.shown), pair_folder(task.pair.out_name),
+                          blocks, task.plan, start=task.first, shards=task.shards)
+    return [s.entry() for s in shards]
+
+
+def compile_parallel_shards(pairs: list[Pair], writer: OutputDir,
+                            outputs: dict[str, dict[str, Any]], settings: CompileSettings,
+                            plans: dict[str, ShardPlan], progress: Any) -> None:
+    """``--jobs N`` with ``--shard-rows``: every task (a pair, or a run of shards of a large
+    one) writes its shards into the staging folder itself; this process only gathers their
+    entries (no record byte passes through it)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .interrupts import deferred
+    from .workers import Watch, init_worker, labelled, result, stop_workers
+
+    jobs = settings.jobs
+    split = [shard_split(pair, settings, plans[pair.out_name], jobs) for pair in pairs]
+    for key, (_, prepared) in enumerate(split):
+        if prepared is not None:
+            _PREPARED[key] = prepared
+    futures: list[list[Any]] = []
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,
+                                 initargs=(os.getpid(),)) as pool:
+            staging = str(writer.staging)
+            watch = Watch(pool, staging)
+            try:
+                with deferred():
+                    for key, (pair, (tasks, _)) in enumerate(zip(pairs, split, strict=True)):
+                        label = f"dataset {pair.dataset.abbr!r} x model {pair.model.abbr!r}"
+                        futures.append([pool.submit(
+                            labelled, staging, label + (
+                                f" (shards {shards.start}-{shards.stop - 1})" if shards
+                                else ""), _compile_shards,
+                            _ShardTask(key, pair, settings, plans[pair.out_name], rows, shards,
+                                       first, writer.staging, writer.shown))
+                            for rows, shards, first in tasks])
+                    watch.start()
+                for key, (pair, futs) in enumerate(zip(pairs, futures, strict=True)):
+                    if progress:
+                        progress(key, len(pairs), pair)
+                    shards = [Shard.of(e) for fut in futs for e in result(fut, watch)]
+                    for shard in shards:
+                        writer.adopt(shard.name)
+                    outputs[pair_folder(pair.out_name)] = pair_entry(
+                        pair.dataset.abbr, pair.model.abbr, shards, plans[pair.out_name])
+            except BaseException:
+                stop_workers(pool, [fut for futs in futures for fut in futs])
+                raise
+        for stray in writer.staging.glob(".worker-*"):
+            stray.unlink(missing_ok=True)
+    finally:
+        _PREPARED.clear()

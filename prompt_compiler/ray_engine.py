@@ -34,7 +34,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from .emit.blockfile import write_blocks
-from .errors import ConfigError, PromptCompilerError, UnsupportedError
+from .emit.shards import (
+    LocalSink,
+    Shard,
+    ShardPlan,
+    pair_entry,
+    pair_folder,
+    shard_tasks,
+    write_shards,
+)
+from .errors import ConfigError, OutputError, PromptCompilerError, UnsupportedError
 from .pairs import CompileSettings, Counts, PreparedJob, locate, pair_lines, range_lines
 
 __all__ = ["RANGE_ROWS", "Offset", "Shots", "compile_pairs", "ray_session", "require_ray"]
@@ -294,11 +303,22 @@ def _compile_block(k: int, rows: range, ids: bytes, cwd: str, pair: Any,
                    settings: CompileSettings, shots: Any, target: tuple[str, str], shown: str,
                    counts: Counts) -> tuple[str, bytes]:
     """One row block: (the part file it was written to, "") or ("", its lines)."""
-    import orjson
-
     from .emit.names import on_disk
 
     _chdir(cwd)
+    prepared = _block_job(rows, ids, pair, settings, shots)
+    rel = on_disk(f"{target[1]}.part{k}")
+    data, _ = _emit(range_lines(pair, prepared, rows, counts), (target[0], rel), shown,
+                    digest=False)
+    return (rel, b"") if data is None else ("", data)
+
+
+def _block_job(rows: range, ids: bytes, pair: Any, settings: CompileSettings, shots: Any
+               ) -> PreparedJob:
+    """The pair's job in this worker, with the example ids of ``rows`` (carried in ``ids``,
+    or found here from the shots)."""
+    import orjson
+
     job, kind, params, _ = _worker_job(pair, settings)
     if ids:
         retrieved: Sequence[Any] = Offset(orjson.loads(ids), rows.start)
@@ -311,10 +331,7 @@ def _compile_block(k: int, rows: range, ids: bytes, cwd: str, pair: Any,
             retrieved = shots.ids(job, mine, rows.start, len(test))
         except PromptCompilerError as err:
             raise locate(pair, err) from None
-    rel = on_disk(f"{target[1]}.part{k}")
-    data, _ = _emit(range_lines(pair, PreparedJob(job, kind, params, retrieved), rows, counts),
-                    (target[0], rel), shown, digest=False)
-    return (rel, b"") if data is None else ("", data)
+    return PreparedJob(job, kind, params, retrieved)
 
 
 _STORED: dict[Any, Any] = {}
@@ -334,10 +351,11 @@ def _from_store(ref: Any) -> Any:
     return _STORED[key]
 
 
-def _plan(pair: Any, settings: CompileSettings, cpus: int
-          ) -> tuple[list[range], Any, Any] | None:
-    """A large planned pair's row ranges, its shots (found by each task) or retrieved ids
-    (found here once); None for a pair compiled as one task."""
+def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | None = None
+          ) -> tuple[list[Any], Any, Any] | None:
+    """A large planned pair's row ranges (with ``shard``: ``(rows, shards, first record)``
+    of each shard, :func:`~prompt_compiler.emit.shards.shard_tasks`), its shots (found by
+    each task) or retrieved ids (found here once); None for a pair compiled as one task."""
     from .data.sources import NotPeekable, attach_rows, peeking
     from .plan import plannable
 
@@ -353,8 +371,17 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int
     if settings.spans or kind not in ("gen", "ppl") or n < 2 * MIN_RANGE_ROWS or not plannable(
             job, kind, params):
         return None
-    size = max(MIN_RANGE_ROWS, min(RANGE_ROWS, -(-n // (2 * cpus))))
-    ranges = [range(a, min(a + size, n)) for a in range(0, n, size)]
+    ranges: list[Any]
+    if shard is not None:
+        from .plan.core import job_labels
+
+        per_row = 1 if kind == "gen" else len(job_labels(job, params))
+        if per_row < 1:
+            return None
+        ranges = shard_tasks(n, per_row, shard.size, n)
+    else:
+        size = max(MIN_RANGE_ROWS, min(RANGE_ROWS, -(-n // (2 * cpus))))
+        ranges = [range(a, min(a + size, n)) for a in range(0, n, size)]
     try:
         try:
             return ranges, Shots(job, job.rows.train), None
@@ -365,14 +392,19 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int
 
 
 def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
-                  settings: CompileSettings, progress: Any) -> None:
+                  settings: CompileSettings, progress: Any,
+                  shards: dict[str, ShardPlan] | None = None) -> None:
     """Compile ``pairs`` on the Ray instance this process is connected to, writing each
-    pair's file into ``writer`` and its manifest entry into ``outputs``."""
+    pair's file into ``writer`` and its manifest entry into ``outputs``; with ``shards`` (the
+    plan of each pair by its ``out_name``), the workers write the shards themselves."""
     import ray
 
     from .emit.names import on_disk
 
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+    if shards is not None:
+        _shard_pairs(pairs, writer, outputs, settings, shards, progress, cpus)
+        return
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair)
     plans = [_plan(pair, settings, cpus) for pair in pairs]
     staging, cwd = writer.staging, os.getcwd()
@@ -514,3 +546,131 @@ def _data_context() -> Iterator[None]:
         (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
          ctx.print_on_execution_start, ctx.op_resource_reservation_enabled, level) = saved
         log.setLevel(level)
+
+
+# -- sharded output: the workers write, this process only gathers names and digests ---------
+
+
+def _sink(staging: str, shown: str) -> LocalSink:
+    """The run's staging folder as this worker sees it (it must be on shared storage)."""
+    if not os.path.isdir(staging):
+        raise OutputError(f"the staging folder of {shown} ({staging}) is not on this worker's "
+                          "node: with --shard-rows every worker writes its shards there",
+                          hint="put OUT on storage every node mounts (NFS), or write to "
+                               "s3://")
+    return LocalSink(staging, shown)
+
+
+def _whole_pair_shards(cwd: str, pair: Any, settings: CompileSettings, plan: ShardPlan,
+                       staging: str, shown: str) -> list[dict[str, Any]]:
+    """Task: every shard of one pair, as the local engine writes them; their entries."""
+    _chdir(cwd)
+    sink = _sink(staging, shown)
+    shards = write_shards(sink, pair_folder(pair.out_name), pair_lines(pair, settings, Counts()),
+                          plan)
+    return [s.entry() for s in shards]
+
+
+def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
+                   shots: Any, plan: ShardPlan, staging: str, shown: str
+                   ) -> dict[str, list[Any]]:
+    """The ``map_batches`` function of a large sharded pair: one item per shard (its rows,
+    its number, the record number of its first row, the ids of its rows or none) in, the
+    shard's manifest entries (JSON) or its error (pickled) out."""
+    import orjson
+
+    out: dict[str, list[Any]] = {"block": [], "entries": [], "error": []}
+    for k, start, stop, k0, k1, first, ids in zip(
+            batch["block"], batch["start"], batch["stop"], batch["k0"], batch["k1"],
+            batch["first"], batch["ids"], strict=True):
+        entries, error = b"", b""
+        try:
+            _chdir(cwd)
+            rows = range(int(start), int(stop))
+            prepared = _block_job(rows, bytes(ids), pair, settings, shots)
+            shards = write_shards(_sink(staging, shown), pair_folder(pair.out_name),
+                                  range_lines(pair, prepared, rows, Counts()), plan,
+                                  start=int(first), shards=range(int(k0), int(k1)))
+            entries = orjson.dumps([s.entry() for s in shards])
+        except PromptCompilerError as err:
+            error = pickle.dumps(err)
+        out["block"].append(int(k))
+        out["entries"].append(entries)
+        out["error"].append(error)
+    return out
+
+
+def _shard_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
+                 settings: CompileSettings, plans: dict[str, ShardPlan], progress: Any,
+                 cpus: int) -> None:
+    """Every pair's shards written by Ray workers into ``writer``'s staging folder: a small
+    pair by one task, a large one by a Ray Data stage of one item per shard. Only names,
+    counts and digests come back."""
+    import ray
+
+    whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair_shards)
+    staging, cwd = str(writer.staging), os.getcwd()
+    found = [_plan(pair, settings, cpus, plans[pair.out_name]) for pair in pairs]
+    singles = {k: whole.remote(cwd, pair, settings, plans[pair.out_name], staging, writer.shown)
+               for k, (pair, plan) in enumerate(zip(pairs, found, strict=True)) if plan is None}
+    try:
+        for k, (pair, plan) in enumerate(zip(pairs, found, strict=True)):
+            if progress:
+                progress(k, len(pairs), pair)
+            if plan is None:
+                entries = _get(singles[k])
+            else:
+                entries = _shard_stage(pair, settings, plan, plans[pair.out_name], writer, cwd)
+            shards = [Shard.of(e) for e in entries]
+            for shard in shards:
+                writer.adopt(shard.name)
+            outputs[pair_folder(pair.out_name)] = pair_entry(
+                pair.dataset.abbr, pair.model.abbr, shards, plans[pair.out_name])
+    except BaseException:
+        for ref in singles.values():
+            ray.cancel(ref, force=True)
+        raise
+
+
+def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPlan,
+                 writer: Any, cwd: str) -> list[dict[str, Any]]:
+    """A large pair's shards, one Ray Data item each; the entries, in shard order (the
+    error of the first failing shard is raised, as the local engine would meet it)."""
+    import orjson
+    import ray
+
+    tasks, shots, retrieved = found
+    items = [{"block": j, "start": rows.start, "stop": rows.stop, "k0": ks.start,
+              "k1": ks.stop, "first": first,
+              "ids": b"" if retrieved is None else orjson.dumps([list(retrieved[i])
+                                                                 for i in rows])}
+             for j, (rows, ks, first) in enumerate(tasks)]
+    results: dict[int, tuple[bytes, bytes]] = {}
+    with _data_context():
+        stage = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+            cast(Any, _shard_batches), batch_size=1, batch_format="numpy", num_cpus=1,
+            zero_copy_batch=True,
+            fn_args=(cwd, pair, settings, ray.put(shots), plan, str(writer.staging),
+                     writer.shown))
+        try:
+            for batch in stage.iter_batches(batch_size=None, batch_format="numpy",
+                                            prefetch_batches=0):
+                for j, entries, error in zip(batch["block"], batch["entries"],
+                                             batch["error"], strict=True):
+                    results[int(j)] = (bytes(entries), bytes(error))
+        except ray.exceptions.RayError as exc:
+            cause = _own_error(exc)
+            if cause is not None:
+                raise cause from None
+            raise
+    out: list[dict[str, Any]] = []
+    for j in range(len(items)):
+        if j not in results:
+            raise PromptCompilerError(f"internal error: shard task {j} of "
+                                      f"{writer.shown_path(pair_folder(pair.out_name))} "
+                                      "never came back")
+        entries, error = results[j]
+        if error:
+            raise pickle.loads(error)
+        out += orjson.loads(entries)
+    return out

@@ -366,7 +366,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    arguments: Mapping[str, Any] | None = None, tokenize: bool = False,
                    fewshot: str | None = None, format: str = "records",
                    batch_lines: int | None = None, batch_bytes: int | None = None,
-                   engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
+                   engine: str = "local", ray_address: str | None = None,
+                   shard_rows: int | None = None) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
@@ -387,6 +388,10 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     output, recorded in the manifest. ``engine="ray"``: the pairs and row ranges run as Ray
     tasks (:mod:`prompt_compiler.ray_engine`) on the cluster at ``ray_address``, or on a
     local instance of ``jobs`` CPUs; the output is the same.
+
+    ``shard_rows``: each pair's records as ``<model>/<dataset>/part-NNNNN`` files of at most
+    that many records (:mod:`prompt_compiler.emit.shards`), written by the processes or Ray
+    workers that compile them; this process writes only the manifest.
     """
     from .emit.formats import check_format, convert_outputs
 
@@ -396,8 +401,11 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
 
         _pyarrow()  # a missing extra fails before anything is compiled
     out = Path(out) if out is not None else None
+    from .emit.shards import check_shard_rows
+
     settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
-                               jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize)
+                               jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize,
+                               shard_rows=check_shard_rows(shard_rows))
     data_dir = settings.data_dir
     suite = apply_settings(suite, settings)
     pairs = suite.pairs(only, models)
@@ -409,8 +417,13 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     if out is not None:
         _check_not_inside(out, _every_input(suite, data_dir))
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
+    limits = {k: v for k, v in (("batch_lines", batch_lines), ("batch_bytes", batch_bytes))
+              if v is not None}
     try:
-        if engine == "ray" and writer is not None:
+        if settings.shard_rows and writer is not None:
+            _compile_shards(pairs, writer, outputs, settings, format, limits, engine,
+                            ray_address, progress)
+        elif engine == "ray" and writer is not None:
             from .ray_engine import compile_pairs, ray_session
 
             with ray_session(ray_address, jobs):
@@ -430,9 +443,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                 else:
                     digest = writer.write_blocks(pair.out_name, blocks)
                 outputs[pair.out_name] = counts.entry(pair, digest)
-        if format != "records" and writer is not None:
-            limits = {k: v for k, v in (("batch_lines", batch_lines),
-                                        ("batch_bytes", batch_bytes)) if v is not None}
+        if format != "records" and writer is not None and not settings.shard_rows:
             outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, format,
                                       **limits)
         from .model.spec import manifest_models
@@ -449,6 +460,38 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         if writer is not None:
             writer.abort()
         raise
+
+
+def _compile_shards(pairs: Sequence[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
+                    settings: CompileSettings, fmt: str, limits: Mapping[str, int],
+                    engine: str, ray_address: str | None, progress: Any) -> None:
+    """``--shard-rows``: every pair's shards, written by whoever compiles them (this process
+    with ``--jobs 1``, the pool's processes, Ray's workers); their entries into ``outputs``."""
+    from .emit.shards import LocalSink, pair_entry, pair_folder, plan_for, write_shards
+
+    assert settings.shard_rows is not None
+    plans = {p.out_name: plan_for(p, settings.shard_rows, fmt, **limits) for p in pairs}
+    if engine == "ray":
+        from .ray_engine import compile_pairs, ray_session
+
+        with ray_session(ray_address, settings.jobs):
+            compile_pairs(list(pairs), writer, outputs, settings, progress, shards=plans)
+        return
+    if settings.jobs > 1:
+        from .parallel import compile_parallel_shards
+
+        compile_parallel_shards(list(pairs), writer, outputs, settings, plans, progress)
+        return
+    sink = LocalSink(writer.staging, writer.shown)
+    for i, pair in enumerate(pairs):
+        if progress:
+            progress(i, len(pairs), pair)
+        blocks = pair_lines(pair, settings, Counts(), progress=progress)
+        shards = write_shards(sink, pair_folder(pair.out_name), blocks, plans[pair.out_name])
+        for shard in shards:
+            writer.adopt(shard.name)
+        outputs[pair_folder(pair.out_name)] = pair_entry(
+            pair.dataset.abbr, pair.model.abbr, shards, plans[pair.out_name])
 
 
 def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> list[Path]:

@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="what to write per dataset x model: the JSONL records (default), "
                         "vLLM offline inputs (.vllm.jsonl), OpenAI Batch API request files "
                         "(.batch-NNNNN.jsonl) or a Parquet table (.parquet; extra 'parquet')")
+    p.add_argument("--shard-rows", type=int, metavar="N",
+                   help="write each dataset x model as <model>/<dataset>/part-NNNNN files of at "
+                        "most N records, each hashed in the manifest (written by the processes "
+                        "or Ray workers that compile them)")
     p.add_argument("--overwrite-foreign", action="store_true",
                    help="replace OUT even if it is a non-empty folder that compile-prompts did not "
                         "write (its files are deleted)")
@@ -187,7 +191,8 @@ def _arguments(args: argparse.Namespace) -> dict[str, object]:
     """The arguments that shape the output, for the manifest (unset ones left out)."""
     given = {"model": args.model, "models": args.models, "only": args.only,
              "limit": args.limit, "fewshot": args.fewshot, "tokenize": args.tokenize or None,
-             "format": None if args.format == "records" else args.format}
+             "format": None if args.format == "records" else args.format,
+             "shard_rows": args.shard_rows}
     return {k: v for k, v in given.items() if v not in (None, [])}
 
 
@@ -207,6 +212,8 @@ def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1 or args.show < 0 or (args.limit is not None and args.limit < 0):
         _parser().error("--jobs must be >= 1, and --show and --limit >= 0")
+    if args.shard_rows is not None and args.shard_rows < 1:
+        _parser().error("--shard-rows must be >= 1")
     said.clear()
     with stopping(), warnings_to_stderr():
         try:
@@ -268,7 +275,8 @@ def _run(args: argparse.Namespace) -> int:
                                     replace_foreign=args.overwrite_foreign, spans=args.spans,
                                     models=args.models, strict=args.strict,
                                     arguments=_arguments(args), format=args.format,
-                                    engine=args.engine, ray_address=args.ray_address)
+                                    engine=args.engine, ray_address=args.ray_address,
+                                    shard_rows=args.shard_rows)
         if args.check:
             from ..inspection.lint import lint_suite
 

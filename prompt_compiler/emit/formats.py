@@ -45,6 +45,7 @@ from ..errors import ConfigError, DataError, UnsupportedError
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "ROW_GROUP", "SCORING_MODES",
            "check_format", "convert_pair", "openai_batch_line", "parquet_table", "record_ids",
+           "request_model",
            "vllm_line", "write_parquet"]
 
 FORMATS = ("records", "vllm", "openai-batch", "parquet")
@@ -452,9 +453,8 @@ def convert_outputs(writer: Any, outputs: Mapping[str, Mapping[str, Any]],
     converted: dict[str, dict[str, Any]] = {}
     for rel, entry in outputs.items():
         pair = pairs.get(rel)
-        spec = pair.model.spec if pair is not None else {}
-        name = spec.get("path") if isinstance(spec.get("path"), str) else entry["model"]
-        made = convert_pair(writer.staging, rel, fmt, entry, model_name=str(name),
+        made = convert_pair(writer.staging, rel, fmt, entry,
+                            model_name=request_model(pair, entry["model"]),
                             max_out_len=_max_out_len(pair), **limits)
         for new in made:
             writer.adopt(new)
@@ -464,6 +464,13 @@ def convert_outputs(writer: Any, outputs: Mapping[str, Mapping[str, Any]],
         writer.discard(rel)
         converted.update(made)
     return converted
+
+
+def request_model(pair: Any, abbr: str) -> str:
+    """``body.model`` of a pair's batch requests: its model config's ``path`` (the name an
+    OpenAI-compatible server knows), else the model's abbr."""
+    spec = pair.model.spec if pair is not None else {}
+    return str(spec["path"]) if isinstance(spec.get("path"), str) else abbr
 
 
 def _max_out_len(pair: Any) -> int | None:

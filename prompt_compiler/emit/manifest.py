@@ -25,7 +25,8 @@ from typing import Any
 from .names import from_disk
 from .records import sha256_file
 
-__all__ = ["TOOL", "build_manifest", "input_path", "input_root", "is_ours", "manifest_bytes"]
+__all__ = ["TOOL", "build_manifest", "input_path", "input_root", "is_ours", "listed_files",
+           "manifest_bytes"]
 
 TOOL = "prompt_compiler"
 """The ``tool`` value that marks a folder as this tool's output."""
@@ -92,3 +93,19 @@ def is_ours(manifest: Any) -> bool:
     """Whether a parsed ``manifest.json`` was written by this tool."""
     return (isinstance(manifest, dict) and manifest.get("tool") == TOOL
             and isinstance(manifest.get("outputs"), dict))
+
+
+def listed_files(manifest: Mapping[str, Any]) -> list[str]:
+    """Every file a manifest (of this tool) names in OUT, the manifest itself left out: an
+    output entry's key, or, for a sharded pair (an entry with ``shards``), each shard's
+    ``name`` (:mod:`prompt_compiler.emit.shards`). Readers, the replace check and ``gc``
+    trust these names and no others."""
+    files: list[str] = []
+    for key, entry in manifest["outputs"].items():
+        shards = entry.get("shards") if isinstance(entry, Mapping) else None
+        if isinstance(shards, list):
+            files += [str(s["name"]) for s in shards
+                      if isinstance(s, Mapping) and isinstance(s.get("name"), str)]
+        else:
+            files.append(str(key))
+    return files

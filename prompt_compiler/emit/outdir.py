@@ -54,7 +54,7 @@ from ..errors import OutputError, PromptCompilerWarning
 from .blockfile import BlockFile, write_blocks
 from .blockfile import os_error as _error
 from .blockfile import os_errors as _os
-from .manifest import is_ours, manifest_bytes
+from .manifest import is_ours, listed_files, manifest_bytes
 from .names import MANIFEST, from_disk, on_disk
 from .records import record_bytes
 
@@ -589,8 +589,8 @@ class OutputDir:
                 return f"it has no {MANIFEST}"
             if not is_ours(manifest):
                 return f"its {MANIFEST} was not written by compile-prompts"
-            files = {MANIFEST, *manifest["outputs"]}
-            folders = {str(Path(f).parent.as_posix()) for f in files} - {"."}
+            files = {MANIFEST, *listed_files(manifest)}
+            folders = {p.as_posix() for f in files for p in Path(f).parents} - {"."}
             for top, dirs, names in os.walk(self.path):
                 rel = Path(top).relative_to(self.path)
                 for name in sorted(dirs) + sorted(names):

@@ -133,8 +133,8 @@ def diff_outputs(a: Path, b: Path) -> Iterator[PairDiff]:
     for rel in sorted(files_a.keys() | files_b.keys()):
         fa, fb = files_a.get(rel), files_b.get(rel)
         yield _compare(
-            list(read_records(fa.path)) if fa else [],
-            list(read_records(fb.path)) if fb else [],
+            list(fa.records()) if fa else [],
+            list(fb.records()) if fb else [],
             rel if fa else "",
             rel if fb else "",
         )

@@ -1,13 +1,15 @@
 """Reading compiled records back: an output folder or one record file, as the CLI wrote them.
 
 The diff and the HTML report read exactly the JSON lines the compile command wrote
-(``OUT/<model>/<dataset>.jsonl``), never a second rendering of the configs. An item is
+(``OUT/<model>/<dataset>.jsonl``, or with ``--shard-rows`` the shards the manifest lists for
+``OUT/<model>/<dataset>/``, in order), never a second rendering of the configs. An item is
 identified within one file by its key ``(mode, index, label, turn)``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,16 +17,26 @@ from typing import Any
 
 from ..errors import DataError
 
-__all__ = ["RecordFile", "item_key", "read_records", "record_files"]
+__all__ = ["RecordFile", "item_key", "read_output", "read_records", "record_files"]
 
 
 @dataclass(frozen=True, slots=True)
 class RecordFile:
-    """One ``<model>/<dataset>.jsonl`` of an output (or a record file given on its own)."""
+    """One ``<model>/<dataset>.jsonl`` of an output (or a record file given on its own), or
+    the shards of one pair, read as one file."""
 
     rel: str
-    """The path within its output folder (``model/dataset.jsonl``), or a lone file's name."""
+    """The path within its output folder (``model/dataset.jsonl``, also for a sharded pair),
+    or a lone file's name."""
     path: Path
+    """The file (a sharded pair's first shard, or its folder when it has none)."""
+    parts: tuple[Path, ...] = ()
+    """A sharded pair's shards, in order (empty: ``path`` is the whole file)."""
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The records, shard after shard (:func:`read_records`)."""
+        for part in self.parts or (self.path,):
+            yield from read_records(part)
 
 
 def record_files(root: Path) -> list[RecordFile]:
@@ -47,11 +59,24 @@ def record_files(root: Path) -> list[RecordFile]:
         for p in sorted(root.glob("*/*.jsonl"))
         if p.is_file()
     ]
+    found = sorted(found + _sharded(root), key=lambda f: f.rel)
     if not found and not _has_our_manifest(root):
         raise DataError("not an output folder of compile-prompts (it has no manifest.json "
                         "and no <model>/<dataset>.jsonl record files)", config_path=str(root),
                         hint="give the folder compile-prompts -o wrote, or a record file")
     return found
+
+
+def read_output(out: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Every record of an output folder of compile-prompts (sharded or not), pair after pair
+    in name order, a sharded pair's shards in order; only the shards its manifest lists.
+
+    Raises:
+        DataError: ``out`` is no output folder of compile-prompts, holds engine files
+            (``--format``), or a record file cannot be read.
+    """
+    for f in record_files(Path(out)):
+        yield from f.records()
 
 
 def _engine_format(root: Path) -> str | None:
@@ -68,6 +93,28 @@ def _engine_format(root: Path) -> str | None:
         if isinstance(entry, dict) and isinstance(entry.get("format"), str):
             return str(entry["format"])
     return None
+
+
+def _sharded(root: Path) -> list[RecordFile]:
+    """The sharded pairs of an output folder: the shards its manifest lists (no others)."""
+    from ..emit.manifest import is_ours
+    from ..emit.names import on_disk
+
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not is_ours(manifest):
+        return []
+    out = []
+    for key, entry in sorted(manifest["outputs"].items()):
+        shards = entry.get("shards") if isinstance(entry, dict) else None
+        if not isinstance(shards, list):
+            continue
+        parts = tuple(root / on_disk(str(s["name"])) for s in shards)
+        out.append(RecordFile(f"{key}.jsonl", parts[0] if parts else root / on_disk(key),
+                              parts))
+    return out
 
 
 def _has_our_manifest(root: Path) -> bool:

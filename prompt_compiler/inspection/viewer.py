@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .diff import PairDiff, diff_outputs
-from .outputs import item_key, read_records, record_files
+from .outputs import item_key, record_files
 from .visible import GLYPHS, Segment, segments, visible
 
 __all__ = ["GLYPHS", "Segment", "diff_report", "report", "segments", "visible"]
@@ -200,7 +200,7 @@ def _pairs(root: Path, max_items: int) -> list[_Pair]:
         shown: list[dict[str, Any]] = []
         total = over = 0
         first: dict[str, Any] | None = None
-        for rec in read_records(f.path):
+        for rec in f.records():
             first = first or rec
             total += 1
             over += bool(rec.get("over_limit"))

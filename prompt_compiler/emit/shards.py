@@ -1,0 +1,434 @@
+"""Sharded output (``--shard-rows N``): a pair's records as ``part-NNNNN`` files of N records.
+
+With shards, each dataset x model pair is a folder ``<model>/<dataset>/`` of files
+``part-00000.<ext>``, ``part-00001.<ext>``, ...: shard ``k`` holds the pair's records
+``k * N`` to ``k * N + N - 1`` (the last shard fewer; a pair without records has none), in
+the format of the run (``.jsonl`` records, ``.vllm.jsonl``, ``.batch.jsonl`` OpenAI batch
+requests, of at most 50,000 each whatever N, or ``.parquet``). Which records a shard holds
+depends on N alone, so every engine, and any number of workers, writes the same shard set:
+a worker given shards ``k0`` to ``k1 - 1`` compiles the test rows that hold their records
+and writes exactly those shards (:func:`write_shards`, :func:`shard_tasks`).
+
+The manifest's entry of a sharded pair is keyed by its folder (``<model>/<dataset>``) and
+lists every shard (:meth:`Shard.entry`: name, first and last record, count, sha256) in
+order; its ``sha256`` is the *pair digest*: the sha256 of the shard digests, each as 64 hex
+digits and a newline, in shard order (:func:`pair_digest`). Readers trust the shards the
+manifest names and nothing else (:func:`prompt_compiler.emit.manifest.listed_files`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from ..errors import ConfigError, DataError, PromptCompilerError
+from .blockfile import BlockFile
+from .formats import (
+    BATCH_MAX_BYTES,
+    BATCH_MAX_LINES,
+    _dumps,
+    _max_out_len,
+    openai_batch_line,
+    record_ids,
+    request_model,
+    vllm_line,
+    write_parquet,
+)
+from .names import on_disk
+
+__all__ = ["EXTENSIONS", "LocalSink", "Shard", "ShardFile", "ShardPlan", "ShardSink",
+           "check_shard_rows", "pair_digest", "plan_for", "pair_entry", "pair_folder", "shard_name",
+           "shard_tasks", "write_shards"]
+
+EXTENSIONS = {"records": ".jsonl", "vllm": ".vllm.jsonl", "openai-batch": ".batch.jsonl",
+              "parquet": ".parquet"}
+"""A shard's file extension per ``--format``."""
+
+_OVER = b'"over_limit": true'
+"""How a record line flags ``over_limit`` (a key: inside a JSON string its quotes are escaped)."""
+
+
+def check_shard_rows(value: Any, *, where: str = "--shard-rows") -> int | None:
+    """``value`` as a shard size (None: no shards), or a ConfigError saying what is expected."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where} must be a positive number of records, got {value!r}",
+                          key_path=where, hint="e.g. --shard-rows 100000")
+    return value
+
+
+def pair_folder(out_name: str) -> str:
+    """The folder of a pair's shards in OUT: its record file's name without ``.jsonl``."""
+    return out_name[:-len(".jsonl")] if out_name.endswith(".jsonl") else out_name
+
+
+def shard_name(folder: str, k: int, fmt: str = "records") -> str:
+    """The name in OUT of shard ``k`` of the pair whose folder is ``folder``."""
+    return f"{folder}/part-{k:05d}{EXTENSIONS[fmt]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardPlan:
+    """How one pair's records are cut and written (it pickles: a worker gets it)."""
+
+    rows: int
+    """Records per shard (``--shard-rows``)."""
+    fmt: str = "records"
+    """The run's ``--format``."""
+    model_name: str = ""
+    """``body.model`` of batch requests (the model config's ``path``, else its abbr)."""
+    max_out_len: int | None = None
+    """Stands in where a record carries no ``max_out_len`` (vllm, openai-batch)."""
+    batch_lines: int = BATCH_MAX_LINES
+    batch_bytes: int = BATCH_MAX_BYTES
+
+    @property
+    def size(self) -> int:
+        """Records per shard: ``rows``, and for openai-batch at most the API's line limit."""
+        return min(self.rows, self.batch_lines) if self.fmt == "openai-batch" else self.rows
+
+
+def plan_for(pair: Any, rows: int, fmt: str = "records", **limits: int) -> ShardPlan:
+    """The shard plan of one pair of the run (``limits``: ``batch_lines``, ``batch_bytes``)."""
+    if fmt == "openai-batch" and (min(limits.values(), default=1) < 1):
+        raise ConfigError("the batch file limits must be positive")
+    return ShardPlan(rows, fmt, request_model(pair, pair.model.abbr), _max_out_len(pair),
+                     **limits)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One written shard: what the manifest says of it."""
+
+    name: str
+    """Its path in OUT (``<model>/<dataset>/part-00000.jsonl``)."""
+    first: int
+    """The pair's record number of its first record."""
+    records: int
+    sha256: str
+    over_limit: int = 0
+    """Its records flagged ``over_limit``."""
+
+    def entry(self) -> dict[str, Any]:
+        """The shard's entry in the manifest."""
+        out: dict[str, Any] = {"name": self.name, "first": self.first,
+                               "last": self.first + self.records - 1, "records": self.records,
+                               "sha256": self.sha256}
+        if self.over_limit:
+            out["over_limit"] = self.over_limit
+        return out
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> Shard:
+        """The shard an :meth:`entry` describes (as a worker returns it)."""
+        return cls(str(entry["name"]), int(entry["first"]), int(entry["records"]),
+                   str(entry["sha256"]), int(entry.get("over_limit", 0)))
+
+
+def pair_digest(shards: Sequence[Shard]) -> str:
+    """The pair digest: sha256 of the shard digests (hex, one per line) in shard order."""
+    return hashlib.sha256("".join(f"{s.sha256}\n" for s in shards).encode()).hexdigest()
+
+
+def pair_entry(dataset: str, model: str, shards: Iterable[Shard], plan: ShardPlan
+               ) -> dict[str, Any]:
+    """A sharded pair's manifest entry; the shards in order, checked to be all there.
+
+    Raises:
+        PromptCompilerError: A shard is missing or two overlap (a bug, never the data's).
+    """
+    ordered = sorted(shards, key=lambda s: s.first)
+    for k, shard in enumerate(ordered):
+        if shard.first != k * plan.size or (shard.records != plan.size
+                                            and k != len(ordered) - 1):
+            raise PromptCompilerError(f"internal error: shard {shard.name} holds records "
+                                      f"{shard.first} to {shard.first + shard.records - 1}, "
+                                      f"where shard {k} of {plan.size} records was expected")
+    out: dict[str, Any] = {"dataset": dataset, "model": model}
+    if plan.fmt != "records":
+        out["format"] = plan.fmt
+    out["records"] = sum(s.records for s in ordered)
+    out["sha256"] = pair_digest(ordered)
+    over = sum(s.over_limit for s in ordered)
+    if over:
+        out["over_limit"] = over
+    out["shard_rows"] = plan.size
+    out["shards"] = [s.entry() for s in ordered]
+    return out
+
+
+def shard_tasks(rows: int, per_row: int, size: int, parts: int
+                ) -> list[tuple[range, range, int]]:
+    """A pair of ``rows`` test rows of ``per_row`` records each, cut into at most ``parts``
+    tasks of whole shards of ``size`` records: ``(test rows, shards, record number of the
+    first row)`` per task. A task's rows are those holding any record of its shards (a row
+    cut by a shard boundary is compiled by both tasks; each writes only its shards)."""
+    total = rows * per_row
+    count = -(-total // size)
+    parts = max(1, min(parts, count))
+    out = []
+    for j in range(parts):
+        k0, k1 = count * j // parts, count * (j + 1) // parts
+        r0 = k0 * size // per_row
+        r1 = min(rows, -(-(k1 * size) // per_row))
+        out.append((range(r0, r1), range(k0, k1), r0 * per_row))
+    return out
+
+
+# -- where shards are written --------------------------------------------------------------
+
+
+class ShardFile(Protocol):
+    """A shard being written: whole bytes in, its sha256 out."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> str: ...
+
+    def abort(self) -> None: ...
+
+
+class ShardSink(Protocol):
+    """Where a run's shards go (a staging folder, an object store prefix)."""
+
+    def create(self, rel: str) -> ShardFile:
+        """A new file at ``rel`` (a name in OUT), replacing one left by a failed attempt."""
+        ...
+
+    def shown(self, rel: str) -> str:
+        """How ``rel`` is named in messages."""
+        ...
+
+
+class LocalSink:
+    """Shards in a folder (the run's staging folder), written by a helper thread."""
+
+    def __init__(self, root: str | os.PathLike[str], shown: str) -> None:
+        self.root, self._shown = Path(root), shown
+
+    def create(self, rel: str) -> ShardFile:
+        return BlockFile(self.root / on_disk(rel), shown=self.shown(rel))
+
+    def shown(self, rel: str) -> str:
+        return f"{self._shown}/{rel}"
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def _nth_newline(block: bytes, n: int) -> int:
+    """The offset just past the ``n``-th newline of ``block`` (``n`` >= 1)."""
+    at = -1
+    for _ in range(n):
+        at = block.index(b"\n", at + 1)
+    return at + 1
+
+
+class _Writer:
+    """The shards of one task, opened and closed as the record count crosses boundaries."""
+
+    def __init__(self, sink: ShardSink, folder: str, plan: ShardPlan) -> None:
+        self.sink, self.folder, self.plan = sink, folder, plan
+        self.done: list[Shard] = []
+        self.file: ShardFile | None = None
+        self.name = ""
+        self.first = self.count = self.over = self.bytes = 0
+
+    def open(self, k: int) -> None:
+        self.name = shard_name(self.folder, k, self.plan.fmt)
+        self.file = self.sink.create(self.name)
+        self.first, self.count, self.over, self.bytes = k * self.plan.size, 0, 0, 0
+
+    def write(self, data: bytes, records: int, over: int) -> None:
+        assert self.file is not None
+        self.file.write(data)
+        self.count += records
+        self.over += over
+        self.bytes += len(data)
+
+    def close(self) -> None:
+        file, self.file = self.file, None
+        if file is not None:
+            self.done.append(Shard(self.name, self.first, self.count, file.close(), self.over))
+
+    def abort(self) -> None:
+        file, self.file = self.file, None
+        if file is not None:
+            file.abort()
+
+
+def write_shards(sink: ShardSink, folder: str, blocks: Iterable[bytes], plan: ShardPlan, *,
+                 start: int = 0, shards: range | None = None) -> list[Shard]:
+    """Write record lines as shards; returns them in order.
+
+    Args:
+        sink: Where the files go.
+        folder: The pair's folder in OUT (:func:`pair_folder`).
+        blocks: The pair's record lines (JSON lines as the records file holds them), in
+            blocks of whole lines, starting at a test row's first record.
+        plan: Shard size and format.
+        start: The record number of the first line of ``blocks``.
+        shards: Which shards to write (the lines before the first are skipped, those after
+            the last not read); None: from the shard ``start`` begins, to the end.
+    """
+    size = plan.size
+    first = shards.start if shards is not None else start // size
+    lo = first * size
+    hi = shards.stop * size if shards is not None else None
+    out = _Writer(sink, folder, plan)
+    try:
+        if plan.fmt == "records":
+            _write_lines(out, blocks, start, lo, hi)
+        else:
+            _write_converted(out, blocks, start, lo, hi)
+    except BaseException:
+        out.abort()
+        raise
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+    return out.done
+
+
+def _write_lines(out: _Writer, blocks: Iterable[bytes], pos: int, lo: int, hi: int | None
+                 ) -> None:
+    """Record lines into shards as they are: whole blocks, cut only at shard boundaries."""
+    size = out.plan.size
+    for data in blocks:
+        block = bytes(data)
+        while block:
+            n = block.count(b"\n")
+            if pos < lo:
+                if pos + n <= lo:
+                    pos += n
+                    break
+                block = block[_nth_newline(block, lo - pos):]
+                pos = lo
+                continue
+            if hi is not None and pos >= hi:
+                out.close()
+                return
+            if out.file is None:
+                out.open(pos // size)
+            end = (pos // size + 1) * size
+            if hi is not None:
+                end = min(end, hi)
+            room = end - pos
+            head = block if n <= room else block[:_nth_newline(block, room)]
+            block = b"" if n <= room else block[len(head):]
+            out.write(head, min(n, room), head.count(_OVER) if _OVER in head else 0)
+            pos += min(n, room)
+            if pos == end:
+                out.close()
+                if hi is not None and pos >= hi:
+                    return
+    out.close()
+
+
+def _write_converted(out: _Writer, blocks: Iterable[bytes], pos: int, lo: int, hi: int | None
+                     ) -> None:
+    """Record lines into shards of another format, one record at a time (record ids count
+    from the first line, a row's first record, so a row cut by a shard boundary keeps its
+    ids)."""
+    plan, size = out.plan, out.plan.size
+    parquet: _ParquetShard | None = None
+
+    def objects() -> Iterator[dict[str, Any]]:
+        for block in blocks:
+            for line in bytes(block).splitlines():
+                yield orjson.loads(line)
+
+    try:
+        for rid, obj in record_ids(objects()):
+            if pos < lo:
+                pos += 1
+                continue
+            if hi is not None and pos >= hi:
+                break
+            if out.file is None:
+                out.open(pos // size)
+                if plan.fmt == "parquet":
+                    parquet = _ParquetShard()
+            over = 1 if obj.get("over_limit") else 0
+            if parquet is not None:
+                parquet.add(obj)
+                out.count += 1
+                out.over += over
+            else:
+                if plan.fmt == "vllm":
+                    line = _dumps(vllm_line(rid, obj, plan.max_out_len))
+                else:
+                    line = _dumps(openai_batch_line(rid, obj, plan.model_name,
+                                                    plan.max_out_len))
+                    _check_batch(out, line, plan.batch_bytes, obj)
+                out.write(line, 1, over)
+            pos += 1
+            if pos % size == 0 or (hi is not None and pos >= hi):
+                _finish(out, parquet)
+                parquet = None
+        _finish(out, parquet)
+    finally:
+        if parquet is not None:
+            parquet.discard()
+
+
+def _finish(out: _Writer, parquet: _ParquetShard | None) -> None:
+    if parquet is not None and out.file is not None:
+        for chunk in parquet.table_bytes():
+            out.file.write(chunk)
+        parquet.discard()
+    out.close()
+
+
+def _check_batch(out: _Writer, line: bytes, limit: int, obj: Mapping[str, Any]) -> None:
+    if len(line) > limit:
+        raise DataError(f"one batch request is {len(line)} bytes, over the {limit}-byte file "
+                        "limit", dataset=obj.get("dataset"), model=obj.get("model"),
+                        row=obj.get("index"))
+    if out.bytes + len(line) > limit:
+        raise DataError(f"the batch file {out.sink.shown(out.name)} would be over the "
+                        f"{limit}-byte limit of the Batch API",
+                        hint=f"give a smaller --shard-rows (now {out.plan.rows})")
+
+
+class _ParquetShard:
+    """A Parquet shard's records held in a temporary file until the shard is complete (the
+    table's column types are read from all of its records before it is written)."""
+
+    def __init__(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="compile-prompts-shard-", suffix=".jsonl")
+        self.path = Path(name)
+        self.fh = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        self.fh.write(orjson.dumps(obj) + b"\n")
+
+    def _read(self) -> Iterator[dict[str, Any]]:
+        with self.path.open("rb") as fh:
+            for line in fh:
+                yield orjson.loads(line)
+
+    def table_bytes(self) -> Iterator[bytes]:
+        self.fh.close()
+        table = self.path.with_suffix(".parquet")
+        try:
+            write_parquet(self._read, table)
+            with table.open("rb") as fh:
+                yield from iter(lambda: fh.read(1 << 20), b"")
+        finally:
+            table.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.fh.close()
+        self.path.unlink(missing_ok=True)

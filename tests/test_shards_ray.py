@@ -1,0 +1,99 @@
+"""--shard-rows on Ray: the workers write the shards; the shard set is the local engine's.
+
+The local engine's sharded output is the reference (tests/test_shards.py checks it against
+the unsharded files); one Ray instance (2 CPUs) serves the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests._cli import run_cli
+from tests.test_ray import SUITE, TRAIN, _ray_task_pids, _test_row
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+N = 20_000
+
+
+@pytest.fixture(scope="module")
+def cluster() -> str:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("shards_ray")
+    (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
+    (root / "test.jsonl").write_text("".join(json.dumps(_test_row(i)) + "\n"
+                                             for i in range(N)))
+    (root / "suite.py").write_text(SUITE.format(ext="jsonl"))
+    return root
+
+
+def _tree(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file()}
+
+
+def _ok(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 0, done.stderr
+
+
+ONLY = ("--only", "gen-fixk", "--only", "ppl-fixk", "--only", "gen-bm25")
+
+
+@pytest.mark.parametrize(("mode", "fmt"), [("default", "records"), ("compat", "parquet")])
+def test_ray_workers_write_the_local_shard_set(big: Path, cluster: str, mode: str,
+                                               fmt: str) -> None:
+    args = ("suite.py", *ONLY, "--shard-rows", "2999", "--mode", mode, "--format", fmt)
+    _ok(run_cli(*args, "-o", f"local-{mode}", "--jobs", "2", cwd=big, timeout=300))
+    _ok(run_cli(*args, "-o", f"ray-{mode}", "--engine", "ray", "--ray-address", cluster,
+                cwd=big, timeout=300))
+    local, on_ray = _tree(big / f"local-{mode}"), _tree(big / f"ray-{mode}")
+    assert on_ray == local
+    ext = ".jsonl" if fmt == "records" else ".parquet"
+    # gen-fixk: 20,000 records in 7 shards; ppl-fixk: 40,000 (two labels) in 14;
+    # gen-bm25 (test_range [190000:200000] of 20,000 rows: none) in none
+    assert sorted(local) == [f"lm/gen-fixk/part-{k:05d}{ext}" for k in range(7)] + [
+        f"lm/ppl-fixk/part-{k:05d}{ext}" for k in range(14)] + ["manifest.json"]
+    outputs = json.loads(local["manifest.json"])["outputs"]
+    assert outputs["lm/gen-bm25"]["shards"] == []
+    assert outputs["lm/ppl-fixk"]["shards"][7]["first"] == 7 * 2999
+
+
+def test_a_worker_killed_mid_run_leaves_the_shard_set_unchanged(big: Path, cluster: str
+                                                                ) -> None:
+    _ok(run_cli("suite.py", "--only", "ppl-fixk", "--shard-rows", "2999", "-o", "ref",
+                cwd=big, timeout=300))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prompt_compiler", "suite.py", "-o", "killed", "--only",
+         "ppl-fixk", "--shard-rows", "2999", "--engine", "ray", "--ray-address", cluster],
+        cwd=big, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+        busy = _ray_task_pids("MapBatches(_shard_batches)")
+        if busy:
+            killed = busy[0]
+            os.kill(killed, signal.SIGKILL)
+        else:
+            time.sleep(0.005)
+    out, err = proc.communicate(timeout=300)
+    assert killed is not None, "no shard task was seen running"
+    assert proc.returncode == 0, err
+    assert _tree(big / "killed") == _tree(big / "ref")
