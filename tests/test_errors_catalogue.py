@@ -243,7 +243,7 @@ def test_unknown_renderer():
     err = fails(dataset(), model={"abbr": "m", "parser": "vllm"}, expected=RegistryError)
     text = located(err, key_path="model.parser")
     assert "model 'm'" in text
-    assert "unknown renderer 'vllm'; available: lm, api, hf_chat" in text
+    assert "unknown renderer 'vllm' (did you mean 'lm'?); available: lm, api, hf_chat" in text
 
 
 def test_unknown_compat_mode():

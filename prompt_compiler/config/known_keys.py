@@ -8,11 +8,9 @@ dataset into a path-only custom dataset, ``meta_templat`` drops the meta templat
   **The one table to extend** when a model key is added (one line each).
 * :data:`OPENCOMPASS_BUILD_KEYS`: model keys OpenCompass 0.5.4 removes before it builds the
   model (``build_model_from_cfg``), plus ``type``.
-* :data:`OPENCOMPASS_MODEL_PARAMS` (from :mod:`prompt_compiler.model.oc_params`): for each
-  OpenCompass 0.5.4 model class, the keyword
-  parameters of its ``__init__`` (read from ``opencompass/models/*.py`` of the 0.5.4 wheel;
-  tests/test_known_keys.py compares them with an installed wheel when there is one), and
-  whether it also takes ``**kwargs`` (it then logs ``Unused argument k=v`` and goes on).
+* :data:`OPENCOMPASS_MODEL_PARAMS` (a view of :mod:`prompt_compiler.model.classes`): for
+  each OpenCompass 0.5.4 model class, the keyword parameters of its ``__init__`` and whether
+  it also takes ``**kwargs`` (it then logs ``Unused argument k=v`` and goes on).
 * :data:`READER_CFG_KEYS`: the parameters of OpenCompass's ``DatasetReader`` (``reader_cfg``
   is passed to it as keywords, so another key is a ``TypeError`` there).
 * :data:`INFER_CFG_KEYS`, :data:`DATASET_KEYS`: the keys of ``infer_cfg`` and of a dataset
@@ -40,10 +38,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, UnexpectedKeyError
-from ..model.oc_params import OPENCOMPASS_MODEL_PARAMS
+from ..model.classes import MODEL_CLASSES, ScoringMethod
 
 __all__ = [
-    "CANNOT_SCORE",
+    "SCORING_CALLS",
     "DATASET_KEYS",
     "INFER_CFG_KEYS",
     "OPENCOMPASS_BUILD_KEYS",
@@ -71,6 +69,11 @@ OPENCOMPASS_BUILD_KEYS = frozenset({
     "type", "run_cfg", "max_out_len", "batch_size", "abbr", "summarizer_abbr",
     "pred_postprocessor", "min_out_len",
 })
+
+OPENCOMPASS_MODEL_PARAMS: dict[str, tuple[frozenset[str], bool]] = {
+    name: (row.params, row.takes_kwargs) for name, row in MODEL_CLASSES.items()
+    if row.params is not None}
+"""OpenCompass 0.5.4 model class -> (its ``__init__`` keyword parameters, takes ``**kwargs``)."""
 
 _ALL_MODEL_PARAMS = frozenset().union(*(p for p, _ in OPENCOMPASS_MODEL_PARAMS.values()))
 
@@ -197,39 +200,28 @@ def dataset_key_notes(entry: Mapping[str, Any], config_path: str, key_path: str,
     return tuple(notes)
 
 
-_NO_PPL = frozenset({"HuggingFacewithChatTemplate", "Llama2Chat",
-                     "TurboMindModelwithChatTemplate", "VLLMwithChatTemplate"})
-_NO_LOGLIKELIHOOD = _NO_PPL | {"AlayaLM", "GLM130B", "InternLM", "LLaMA2AccessoryModel",
-                               "LightllmAPI", "Mixtral"}
-_NO_PPL_TOKENWISE = frozenset({
-    "AlayaLM", "GLM130B", "HuggingFace", "HuggingFaceCausalLM", "HuggingFaceChatGLM3",
-    "InternLM", "InternTrain", "LLaMA2AccessoryModel", "LightllmAPI", "Llama2", "Llama2Chat",
-    "Mixtral", "ModelScope", "ModelScopeCausalLM", "TurboMindModel",
-    "TurboMindModelwithChatTemplate", "VLLM", "VLLMwithChatTemplate"})
-# CLP reaches get_logits after the tokenizer's encode; listed only where that tokenizer is a
-# transformers one (the others may fail earlier, differently).
-_NO_LOGITS = frozenset({"HuggingFaceBaseModel", "HuggingFacewithChatTemplate"})
 _NOT_PPL = ("NotImplementedError", "{cls} does not support ppl-based evaluation yet, try "
             "gen-based instead.")
 
-CANNOT_SCORE: dict[str, tuple[frozenset[str], str, str]] = {
-    # inferencer -> (OpenCompass 0.5.4 model classes (BaseModel subclasses) that cannot run it,
-    #                the exception type, its message)
-    "PPLInferencer": (_NO_PPL, *_NOT_PPL),
-    "PPLOnlyInferencer": (_NO_PPL, *_NOT_PPL),
-    "InferencePPLOnlyInferencer": (_NO_PPL_TOKENWISE, *_NOT_PPL),
-    "LLInferencer": (_NO_LOGLIKELIHOOD, "AttributeError",
+SCORING_CALLS: dict[str, tuple[ScoringMethod, str, str]] = {
+    # inferencer -> (the model method it calls, what OpenCompass raises when the class lacks it)
+    "PPLInferencer": ("get_ppl", *_NOT_PPL),
+    "PPLOnlyInferencer": ("get_ppl", *_NOT_PPL),
+    "InferencePPLOnlyInferencer": ("get_ppl_tokenwise", *_NOT_PPL),
+    "LLInferencer": ("get_loglikelihood", "AttributeError",
                      "'{cls}' object has no attribute 'get_loglikelihood'"),
-    "CLPInferencer": (_NO_LOGITS, "AttributeError", "'{cls}' object has no attribute 'get_logits'"),
+    "CLPInferencer": ("get_logits", "AttributeError",
+                      "'{cls}' object has no attribute 'get_logits'"),
 }
-"""Which OpenCompass 0.5.4 model classes lack the scoring method an inferencer calls
-(``get_ppl``, ``get_ppl_tokenwise``, ``get_loglikelihood``, ``get_logits``; read from
-``opencompass/models/*.py``), and what OpenCompass raises when it calls it."""
+"""The scoring method each OpenCompass 0.5.4 inferencer calls on the model, and what
+OpenCompass raises when the model's class lacks it (``lacks`` in
+:mod:`prompt_compiler.model.classes`)."""
 
 
 def scoring_failure(model_class: str | None, inferencer: str) -> tuple[str, str] | None:
     """``(exception type, message)`` OpenCompass 0.5.4 raises scoring with this pair, or None."""
-    entry = CANNOT_SCORE.get(inferencer)
-    if entry is None or model_class not in entry[0]:
+    call = SCORING_CALLS.get(inferencer)
+    entry = MODEL_CLASSES.get(model_class or "")
+    if call is None or entry is None or call[0] not in entry.lacks:
         return None
-    return entry[1], entry[2].format(cls=model_class)
+    return call[1], call[2].format(cls=model_class)

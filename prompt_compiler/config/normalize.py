@@ -14,19 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, PromptCompilerError, RegistryError, UnsupportedError
+from ..errors import ConfigError, PromptCompilerError
+from ..model.classes import check_renderer, find_class, resolve_renderer
 from ..template.prompt_template import require_template
 from ..values import find_problem, join_path
 from .known_keys import check_required_spelling, dataset_key_notes, model_key_notes
-from .opencompass_shim import (
-    AGENT_MODELS,
-    API_MODELS,
-    CHAT_TEMPLATE_MODELS,
-    LM_MODELS,
-    RENDERERS,
-    Renderer,
-    renderer_for_model_class,
-)
 from .pyconfig import Unsupported
 from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef
 
@@ -247,19 +239,6 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         )
     where: dict[str, Any] = {"config_path": config_path, "model": abbr}
 
-    renderer: Renderer | None = None
-    for key in ("renderer", "parser"):  # parser: OpenCompass's and the case format's word
-        if key in entry:
-            renderer = _check_renderer(entry[key], f"{key_path}.{key}", where)
-            break
-    if "renderer" in entry and "parser" in entry and entry["parser"] != renderer:
-        raise ConfigError(
-            f"renderer {renderer!r} and parser {entry['parser']!r} differ (they are one key; "
-            "give one)",
-            key_path=f"{key_path}.parser",
-            **where,
-        )
-
     class_name: str | None = None
     if "type" in entry:
         raw_type = entry["type"]
@@ -273,26 +252,7 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
                 key_path=f"{key_path}.type",
                 **where,
             )
-        if class_name in AGENT_MODELS:
-            raise UnsupportedError(
-                f"{class_name} is an agent: it needs a model in the loop (the agent framework "
-                "builds each prompt from the model's previous replies and tool results), so "
-                "there is no prompt to compile without running the model",
-                key_path=f"{key_path}.type",
-                hint="give the model inside the agent (its 'llm') as the model, or see "
-                "docs/opencompass-corpus.md (model-in-the-loop inferencers)",
-                **where)
-        if renderer is None:
-            renderer = renderer_for_model_class(class_name)
-            if renderer is None:
-                known = sorted(LM_MODELS | API_MODELS | CHAT_TEMPLATE_MODELS)
-                raise RegistryError(
-                    f"unknown model class {class_name!r}: cannot tell which renderer consumes "
-                    f"its prompts{_did_you_mean(class_name, known)}",
-                    key_path=f"{key_path}.type",
-                    hint="add renderer='lm' | 'api' | 'hf_chat' to the model config",
-                    **where,
-                )
+    renderer = resolve_renderer(entry, class_name, where=key_path, **where)
 
     meta: Any = entry.get("meta_template")
     meta_path = f"{key_path}.meta_template"
@@ -300,7 +260,7 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         template = _library_template(meta, Path(config_path).parent, meta_path, where)
         meta = template.meta_template
         if renderer is None:
-            renderer = _check_renderer(template.renderer, meta_path, where)
+            renderer = check_renderer(template.renderer, meta_path, **where)
     elif meta is not None and not isinstance(meta, (dict, list)):
         raise ConfigError(
             f"'meta_template' must be a dict, a list of messages (API models), a template name "
@@ -330,25 +290,20 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         "source": source if isinstance(source, str) else f"{config_path}:{key_path}",
         "parser": renderer,
         "meta_template": _clean(meta, meta_path, config_path, None, abbr),
-        "max_seq_len": _optional_int(entry, "max_seq_len", key_path, where),
-        "batch_size": _optional_int(entry, "batch_size", key_path, where),
+        # the int keys are checked once, by building the model (_check_model)
+        "max_seq_len": entry.get("max_seq_len"),
+        "batch_size": entry.get("batch_size"),
     }
     if class_name is not None:
         spec["type"] = class_name
     for key in _MODEL_OPTIONAL_KEYS:
         if key in entry:
-            spec[key] = _optional_int(entry, key, key_path, where)
+            spec[key] = entry[key]
     if "system_role" in entry:
-        from ..model.system_role import check_system_role
-
-        try:
-            spec["system_role"] = check_system_role(entry["system_role"], model=abbr,
-                                                    where=f"{key_path}.system_role")
-        except PromptCompilerError as err:
-            raise err.located(**where) from None
-    from ..model.api_requests import request_option_keys
-
-    for key in _MODEL_PASS_KEYS + request_option_keys(class_name):
+        spec["system_role"] = entry["system_role"]  # checked by building the model below
+    entry_class = find_class(class_name)
+    request_keys = entry_class.request_keys if entry_class is not None else ()
+    for key in _MODEL_PASS_KEYS + request_keys:
         if entry.get(key) is not None:
             spec[key] = _clean(entry[key], f"{key_path}.{key}", config_path, None, abbr)
     if isinstance(entry.get("path"), str):  # the served model's name (--format openai-batch)
@@ -452,19 +407,6 @@ def check_values(value: Any, config_path: str, key_path: str) -> None:
         raise ConfigError(why, config_path=config_path, key_path=join_path(key_path, sub))
 
 
-def _check_renderer(value: Any, key_path: str, where: dict[str, Any]) -> Renderer:
-    for name in RENDERERS:
-        if value == name:
-            return name
-    shown = value if isinstance(value, str) else _type_name(value)
-    raise RegistryError(
-        f"unknown renderer {shown!r}{_did_you_mean(str(value), RENDERERS)}; "
-        f"available: {', '.join(RENDERERS)}",
-        key_path=key_path,
-        **where,
-    )
-
-
 def _library_template(name: str, config_dir: Path, key_path: str, where: dict[str, Any]) -> Any:
     """Look a meta template up by name (or path) in ``prompt_compiler.model.meta_library``."""
     try:
@@ -489,17 +431,6 @@ def _library_template(name: str, config_dir: Path, key_path: str, where: dict[st
         return load_model_template(target)
     except PromptCompilerError as err:
         raise err.located(key_path=key_path, **where) from None
-
-
-def _optional_int(entry: Mapping[str, Any], key: str, key_path: str, where: dict[str, Any]) -> Any:
-    value = entry.get(key)
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise ConfigError(
-        f"'{key}' must be an integer or None, got {_type_name(value)}",
-        key_path=f"{key_path}.{key}",
-        **where,
-    )
 
 
 def _clean(
@@ -556,10 +487,3 @@ def _type_name(value: Any) -> str:
     if isinstance(value, Unsupported):
         return value.type_name
     return type(value).__name__
-
-
-def _did_you_mean(name: str, choices: Any) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

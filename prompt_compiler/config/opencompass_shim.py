@@ -1,4 +1,4 @@
-"""A temporary stand-in for the ``opencompass`` package, and the class-name tables.
+"""A temporary stand-in for the ``opencompass`` package.
 
 OpenCompass configs import their building blocks::
 
@@ -14,9 +14,7 @@ too (``from opencompass import datasets; datasets.GSM8KDataset`` works). The fin
 every module it created are removed again when the context exits, even on error, and any
 ``opencompass`` modules that were imported before are put back.
 
-The tables below map the class names found in configs to what this project does with
-them: prompt templates, retrievers and inferencers keep their class name as ``type``; a
-model class name selects a renderer (``lm``, ``api`` or ``hf_chat``).
+What a model class name selects (its renderer, ...) is in :mod:`prompt_compiler.model.classes`.
 """
 
 from __future__ import annotations
@@ -28,93 +26,30 @@ import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 if TYPE_CHECKING:
     import importlib.abc
 
-__all__ = [
-    "AGENT_MODELS",
-    "API_MODELS",
-    "CHAT_TEMPLATE_MODELS",
-    "INFERENCERS",
-    "LM_MODELS",
-    "PROMPT_TEMPLATES",
-    "RENDERERS",
-    "RETRIEVERS",
-    "Placeholder",
-    "Renderer",
-    "is_placeholder",
-    "opencompass_shim",
-    "placeholder_name",
-    "renderer_for_model_class",
-]
+__all__ = ["Placeholder", "is_placeholder", "opencompass_shim", "placeholder_name"]
 
 SHIM_PACKAGE = "opencompass"
 
-Renderer = Literal["lm", "api", "hf_chat"]
-RENDERERS: tuple[Renderer, ...] = ("lm", "api", "hf_chat")
-
-PROMPT_TEMPLATES = frozenset({"PromptTemplate", "RawPromptTemplate"})
-
-RETRIEVERS = frozenset({
-    "ZeroRetriever", "FixKRetriever", "RandomRetriever", "SlidingWindowRetriever",
-    "BM25Retriever", "TopkRetriever", "VotekRetriever", "DPPRetriever", "MDLRetriever",
-})
-
-INFERENCERS = frozenset({
-    "GenInferencer", "PPLInferencer", "CLPInferencer", "ChatInferencer",
-    "PPLOnlyInferencer", "LLInferencer", "SCInferencer", "CoTInferencer", "AgentInferencer",
-    "AttackInferencer", "GLMChoiceInferencer", "InferencePPLOnlyInferencer",
-})
-
-# Subclasses of OpenCompass's BaseModel whose prompts go through LMTemplateParser.
-LM_MODELS = frozenset({
-    "HuggingFace", "HuggingFaceCausalLM", "HuggingFaceBaseModel",
-    "TurboMindModel", "TurboMindTisModel", "LmdeployPytorchModel", "LmdeployTisModel",
-    "VLLM", "LightllmAPI", "InternLM", "InternTrain", "GLM130B",
-    "AlayaLM", "ModelScope", "ModelScopeCausalLM",
-    "QwenLM", "TurboMindAPIModel",
-})
-
-# Subclasses of OpenCompass's BaseAPIModel (APITemplateParser).
-API_MODELS = frozenset({
-    "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "AI360GPT", "BaiChuan", "BaiChuan3",
-    "BailingAPI", "BlueLMAPI", "ByteDance", "Claude", "ClaudeAllesAPIN", "ClaudeSDK",
-    "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini", "GeminiAllesAPIN", "Hunyuan", "KrGPT",
-    "LightllmChatAPI", "MiniMax", "MiniMaxChatCompletionV2", "Mistral", "MoonShot",
-    "Nanbeige", "PanGu", "Qwen", "Rendu", "SenseTime", "StepFun", "UniGPT", "XunFei",
-    "XunFeiSpark", "Yayi", "YiAPI", "ZhiPuAI", "ZhiPuV2AI", "GeminiSDK", "LiteLLMAPI",
-    "OpenAISDKResponse", "OpenAISDKRollout", "TeleChat", "TeleChatStream",
-    # BaseModel subclasses that set an APITemplateParser (their generate() takes messages)
-    "HuggingFaceChatGLM3", "Llama2", "Llama2Chat", "Mixtral", "LLaMA2AccessoryModel",
-})
-
-# BaseModel subclasses that apply the tokenizer's chat template to API-style messages.
-CHAT_TEMPLATE_MODELS = frozenset({
-    "HuggingFacewithChatTemplate", "TurboMindModelwithChatTemplate", "VLLMwithChatTemplate",
-})
+_MOVED = {"Renderer", "RENDERERS", "renderer_for_model_class"}
 
 
-# Agent wrappers (opencompass/models/lagent.py, langchain.py): each prompt after the first is
-# built from the model's own replies and tool results.
-AGENT_MODELS = frozenset({"LagentAgent", "CodeAgent", "LangchainAgent"})
+def __getattr__(name: str) -> Any:
+    """The model-class names that lived here before :mod:`prompt_compiler.model.classes`."""
+    if name in _MOVED:
+        import warnings
 
+        from ..model import classes
 
-def renderer_for_model_class(name: str) -> Renderer | None:
-    """The renderer a model class name selects, or ``None`` when the name is unknown.
-
-    Args:
-        name: A class name, or a dotted name (only the last component counts).
-    """
-    short = name.rsplit(".", 1)[-1]
-    if short in CHAT_TEMPLATE_MODELS:
-        return "hf_chat"
-    if short in API_MODELS:
-        return "api"
-    if short in LM_MODELS:
-        return "lm"
-    return None
+        warnings.warn(f"prompt_compiler.config.opencompass_shim.{name} moved to "
+                      "prompt_compiler.model.classes: import it from there", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(classes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _PlaceholderMeta(type):

@@ -3,8 +3,8 @@
 OpenCompass's API classes take the parser's output (a string, a list of
 ``{"role", "prompt"}`` items, or raw ``{"role", "content"}`` messages) and turn it into
 their API's request; a record's ``prompt`` is that request (the part that carries the
-prompt: no model name, token limit or sampling settings). One builder per class family,
-looked up by the model's ``type`` in :data:`REQUEST_BUILDERS`:
+prompt: no model name, token limit or sampling settings). One builder per class family; each
+class's row in :data:`prompt_compiler.model.classes.MODEL_CLASSES` names its builder:
 
 * ``OpenAI``, ``OpenAISDK``, ... (``openai_api.py``): OpenAI chat messages
   (:func:`openai_messages`).
@@ -31,16 +31,14 @@ from typing import Any
 
 from ..errors import ConfigError, RenderError, UnknownRoleError
 
-__all__ = ["OPENAI_COMPATIBLE_MODELS", "REQUEST_BUILDERS", "RequestOptions",
-           "claude_request", "gemini_request", "litellm_messages", "openai_messages",
-           "request_option_keys", "request_options"]
+__all__ = ["RequestBuilder", "RequestOptions", "claude_request", "gemini_request",
+           "litellm_messages", "openai_messages", "request_options"]
 
 RequestOptions = Mapping[str, Any]
 """A class's keyword parameters that shape its request (``system_prompt`` of LiteLLMAPI)."""
 
-OPENAI_COMPATIBLE_MODELS = frozenset({
-    "OpenAI", "OpenAISDK", "OpenAISDKStreaming", "OpenAISDKRollout", "OpenAISDKResponse"})
-"""OpenCompass API classes that send OpenAI chat-completion messages (``openai_api.py``)."""
+RequestBuilder = Callable[[Any, "RequestOptions | None"], Any]
+"""Builds a class's request from the parser's output and the class's request options."""
 
 _OPENAI_ROLE = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system"}
 _CHATML_ROLES = frozenset(_OPENAI_ROLE.values())
@@ -177,29 +175,11 @@ def litellm_messages(rendered: Any, options: RequestOptions | None = None
     return messages
 
 
-RequestBuilder = Callable[[Any, "RequestOptions | None"], Any]
-
-REQUEST_BUILDERS: Mapping[str, RequestBuilder] = {
-    **dict.fromkeys(sorted(OPENAI_COMPATIBLE_MODELS), openai_messages),
-    "ClaudeSDK": claude_request,
-    "GeminiSDK": gemini_request,
-    "LiteLLMAPI": litellm_messages,
-}
-"""OpenCompass API class name -> the builder of its request (no class: OpenAI messages)."""
-
-_OPTION_KEYS = {"LiteLLMAPI": ("system_prompt",)}
-
-
-def request_option_keys(model_class: str | None) -> tuple[str, ...]:
-    """The config keys of ``model_class`` that shape its request (read by the compiler)."""
-    return _OPTION_KEYS.get(model_class or "", ())
-
-
-def request_options(model_class: str | None, cfg: Mapping[str, Any], *, where: str,
+def request_options(keys: tuple[str, ...], cfg: Mapping[str, Any], *, where: str,
                     model: str) -> dict[str, Any]:
-    """The keyword parameters of ``cfg`` that shape ``model_class``'s request, checked."""
+    """The values of ``keys`` (a class's keys that shape its request) in ``cfg``, checked."""
     out: dict[str, Any] = {}
-    for key in request_option_keys(model_class):
+    for key in keys:
         value = cfg.get(key)
         if value is None:
             continue

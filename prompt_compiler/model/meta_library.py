@@ -33,10 +33,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError, LimitError, MetaTemplateError, RegistryError
 from ..yamlload import load_yaml
+from .classes import RENDERERS, Renderer
 
 if TYPE_CHECKING:
     import yaml
@@ -55,15 +56,11 @@ __all__ = [
     "parse_model_template",
 ]
 
-Renderer = Literal["lm", "api", "hf_chat"]
-"""Which renderer consumes a template by default: LM string, API messages, or HF chat."""
-
 ENV_VAR = "PROMPT_COMPILER_META_TEMPLATES"
 """Environment variable listing extra template folders (``os.pathsep``-separated)."""
 
 TEMPLATE_SUFFIXES = (".yaml", ".yml", ".json")
 
-_RENDERERS: tuple[str, ...] = get_args(Renderer)
 _API_ROLES = ("HUMAN", "BOT", "SYSTEM")
 _TOP_KEYS = ("name", "description", "renderer", "aliases", "meta_template", "prompter",
              "default_system", "source")
@@ -313,8 +310,8 @@ def parse_model_template(data: Any, *, path: str | os.PathLike[str] | None = Non
         raise check.fail("name", f"{name!r} is not a valid name; use letters, digits, "
                                  "'.', '_' and '-'")
     renderer = top.get("renderer", "lm")
-    if renderer not in _RENDERERS:
-        raise check.fail("renderer", f"expected one of {', '.join(_RENDERERS)}, "
+    if renderer not in RENDERERS:
+        raise check.fail("renderer", f"expected one of {', '.join(RENDERERS)}, "
                                      f"got {renderer!r}")
     description = check.string(top.get("description", ""), "description")
     aliases = top.get("aliases", [])

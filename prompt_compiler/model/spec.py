@@ -14,14 +14,9 @@ from ..policy import Policy
 from ..promptlist import PromptList
 from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_chat_messages
 from ..render.api import prompt_text
-from .api_requests import (
-    OPENAI_COMPATIBLE_MODELS,
-    REQUEST_BUILDERS,
-    openai_messages,
-    request_options,
-)
+from .api_requests import openai_messages, request_options
+from .classes import RENDERERS, find_class, resolve_renderer
 from .tokenize import (
-    API_WORD_COUNTED,
     TokenCounter,
     Tokenizer,
     api_words,
@@ -30,9 +25,8 @@ from .tokenize import (
     whitespace_tokens,
 )
 
-__all__ = ["API_WORD_COUNTED", "OPENAI_COMPATIBLE_MODELS", "Model", "TokenCounter",
-           "api_words", "build_model", "manifest_models", "openai_messages",
-           "whitespace_tokens"]
+__all__ = ["Model", "TokenCounter", "api_words", "build_model", "manifest_models",
+           "openai_messages", "whitespace_tokens"]
 
 _Chat = tuple[tuple[tuple[str, Any], ...], ...]  # messages as hashable item tuples
 
@@ -59,11 +53,6 @@ def _prompter(cfg: Any, renderer: str, where: str, abbr: str) -> Any:
         raise err.located(key_path=where, model=abbr) from None
     except TypeError as exc:
         raise ConfigError(f"bad prompter arguments: {exc}", key_path=where, model=abbr) from None
-
-
-RENDERERS = ("lm", "api", "hf_chat")
-"""The renderer names a model config may give (``renderer:``, or ``parser:`` as OpenCompass
-and the conformance cases say)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -140,18 +129,11 @@ class Model:
             raise ConfigError(f"a model config must be a dict, got {type(cfg).__name__}",
                               key_path=where)
         abbr = cfg.get("abbr") or cfg.get("name") or "model"
-        # ``renderer``, or ``parser`` as OpenCompass and the conformance cases say it
-        rkey = "renderer" if cfg.get("renderer") else "parser" if cfg.get("parser") else ""
-        renderer = cfg.get(rkey) if rkey else "lm"
-        if rkey and cfg.get("parser") and cfg.get("parser") != renderer:
-            raise ConfigError(f"renderer {renderer!r} and parser {cfg.get('parser')!r} differ "
-                              "(they are one key; give one)", key_path=f"{where}.renderer",
-                              model=str(abbr))
-        rkey = rkey or "renderer"
-        if renderer not in RENDERERS:
-            raise RegistryError(f"unknown renderer {renderer!r}; available: "
-                                f"{', '.join(RENDERERS)}",
-                                key_path=f"{where}.{rkey}", model=str(abbr))
+        model_type = cfg.get("type")
+        class_name = str(model_type).rsplit(".", 1)[-1] if model_type is not None else None
+        renderer = resolve_renderer(cfg, class_name, where=where, model=str(abbr)) or "lm"
+        rkey = "renderer" if cfg.get("renderer") is not None or cfg.get("parser") is None \
+            else "parser"
         raw = cfg.get("meta_template")
         from .system_role import check_system_role, native_meta
 
@@ -167,10 +149,9 @@ class Model:
                                       where=f"{where}.meta_template", lm=renderer == "lm")
         except PromptCompilerError as err:
             raise err.located(model=str(abbr)) from None
-        max_len = cfg.get("max_seq_len")
-        if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)):
-            raise ConfigError(f"max_seq_len must be an int or null, got {max_len!r}",
-                              key_path=f"{where}.max_seq_len", model=str(abbr))
+        max_len, batch_size, max_out, _ = (
+            _optional_int(cfg, key, where, str(abbr))
+            for key in ("max_seq_len", "batch_size", "max_out_len", "min_out_len"))
         chat_template = None
         if cfg.get("chat_template") is not None:
             from ..render.chat_template import ChatTemplate
@@ -247,11 +228,6 @@ class Model:
                     "a system message",
                     key_path=f"{where}.system_role", model=str(abbr),
                     hint="use system_role: merge (fold it into the first user turn) or drop")
-        model_class = cfg.get("type")
-        max_out = cfg.get("max_out_len")
-        if max_out is not None and (not isinstance(max_out, int) or isinstance(max_out, bool)):
-            raise ConfigError(f"max_out_len must be an int or null, got {max_out!r}",
-                              key_path=f"{where}.max_out_len", model=str(abbr))
         stop_words = cfg.get("stop_words") or ()
         if isinstance(stop_words, str) or not isinstance(stop_words, (list, tuple)) or not all(
                 isinstance(s, str) for s in stop_words):
@@ -265,10 +241,10 @@ class Model:
             from .token_ids import check_tokenize
 
             check_tokenize(renderer, count_tokens, where=where, model=str(abbr))
-        class_name = str(model_class).rsplit(".", 1)[-1] if model_class is not None else None
-        options = request_options(class_name, cfg, where=where, model=str(abbr)) \
-            if renderer == "api" else {}
-        return cls(str(abbr), renderer, meta, max_len, cfg.get("batch_size"), count_tokens, raw,
+        entry = find_class(class_name)
+        options = request_options(entry.request_keys if entry is not None else (), cfg,
+                                  where=where, model=str(abbr)) if renderer == "api" else {}
+        return cls(str(abbr), renderer, meta, max_len, batch_size, count_tokens, raw,
                    chat_template, api_format, dict(kwargs), prompter, system_role,
                    class_name, prefix, tools, documents, date, max_out, tuple(stop_words),
                    tokenize, options)
@@ -367,8 +343,10 @@ class Model:
     @property
     def openai_shaped(self) -> bool:
         """True when an API model's requests are OpenAI messages (no class, or an OpenAI class)."""
-        return self.renderer == "api" and (self.model_class is None
-                                         or self.model_class in OPENAI_COMPATIBLE_MODELS)
+        if self.renderer != "api":
+            return False
+        entry = find_class(self.model_class)
+        return self.model_class is None or (entry is not None and entry.openai_shaped)
 
     def api_request(self, rendered: Any) -> Any:
         """The request this API model's class builds from ``rendered``
@@ -376,8 +354,9 @@ class Model:
         parser's output as it is."""
         if self.renderer != "api" or isinstance(rendered, PromptList):
             return None
-        build = REQUEST_BUILDERS.get("OpenAI" if self.model_class is None
-                                     else self.model_class)
+        entry = find_class(self.model_class)
+        build = openai_messages if self.model_class is None \
+            else entry.request if entry is not None else None
         if build is None:
             return None
         try:
@@ -484,16 +463,20 @@ def _chat_token_len(template: Any, counter: Any, messages: _Chat) -> int:
     return n
 
 
-def _takes_tokenizer_kwargs(model_class: Any) -> bool:
+def _takes_tokenizer_kwargs(class_name: Any) -> bool:
     """Whether the OpenCompass class hands ``tokenizer_kwargs`` to its tokenizer (an unknown
-    class or none: taken as one that does)."""
-    from .oc_params import OPENCOMPASS_MODEL_PARAMS
+    class, one without recorded parameters, or none: taken as one that does)."""
+    entry = find_class(class_name)
+    return entry is None or entry.params is None or "tokenizer_kwargs" in entry.params
 
-    if model_class is not None and not isinstance(model_class, str):
-        model_class = getattr(model_class, "__name__", "")
-    name = str(model_class or "").rsplit(".", 1)[-1]
-    params = OPENCOMPASS_MODEL_PARAMS.get(name)
-    return params is None or "tokenizer_kwargs" in params[0]
+
+def _optional_int(cfg: Mapping[str, Any], key: str, where: str, abbr: str) -> Any:
+    """``cfg[key]`` when it is an int or absent/None (the one check of a model's int keys)."""
+    value = cfg.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(f"'{key}' must be an integer or None, got {type(value).__name__}",
+                      key_path=f"{where}.{key}", model=abbr)
 
 
 def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",

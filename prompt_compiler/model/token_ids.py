@@ -42,12 +42,15 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RenderError
+from .classes import find_class
 
-__all__ = ["IdsJson", "RecordIds", "TURBOMIND_CHAT", "check_tokenize", "lmdeploy_text",
-           "prompt_ids"]
+__all__ = ["IdsJson", "RecordIds", "check_tokenize", "lmdeploy_text", "prompt_ids"]
 
-TURBOMIND_CHAT = "TurboMindModelwithChatTemplate"
-"""The OpenCompass chat class whose ids lmdeploy encodes (compat mode: see :func:`prompt_ids`)."""
+
+def _lmdeploy(model: Any) -> bool:
+    """Whether lmdeploy encodes the model class's chat text (its row in :mod:`.classes`)."""
+    entry = find_class(getattr(model, "model_class", None))
+    return entry is not None and entry.lmdeploy
 
 
 def check_tokenize(renderer: str, counter: Any, *, where: str, model: str) -> None:
@@ -79,7 +82,7 @@ def lmdeploy_text(model: Any, text: str) -> str:
     """The chat template's text as TurboMindModelwithChatTemplate hands it to lmdeploy: less
     one leading ``bos_token`` of the tokenizer (OpenCompass's workaround for lmdeploy adding
     special tokens); other models' text as it is. Compat mode only (D21)."""
-    if getattr(model, "model_class", None) != TURBOMIND_CHAT:
+    if not _lmdeploy(model):
         return text
     special = getattr(model.count_tokens, "special", None)
     if special is None and model.chat_template is not None:
@@ -95,7 +98,7 @@ def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
     tokenizer = model.count_tokens
     if not policy.fixes("D21"):
         if model.renderer == "hf_chat":
-            if getattr(model, "model_class", None) == TURBOMIND_CHAT:
+            if _lmdeploy(model):
                 # the text OpenCompass hands lmdeploy (already less its leading bos_token:
                 # lmdeploy_text), encoded with the tokenizer's special tokens
                 # (lmdeploy's HuggingFaceTokenizer.encode)

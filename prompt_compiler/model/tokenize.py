@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RegistryError, UnsupportedError
+from .classes import find_class
 
-__all__ = ["API_WORD_COUNTED", "HFTokenizer", "TiktokenTokenizer", "TokenCounter", "Tokenizer",
+__all__ = ["HFTokenizer", "TiktokenTokenizer", "TokenCounter", "Tokenizer",
            "api_words", "default_counter", "load_tokenizer", "register_token_counter",
            "token_counter", "token_counters", "whitespace_tokens"]
 
@@ -35,17 +36,6 @@ _CACHE_SIZE = 1 << 16
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text (``max_seq_len`` checks)."""
-
-API_WORD_COUNTED = frozenset({
-    "AI360GPT", "BaiChuan", "BaiChuan3", "BailingAPI", "BlueLMAPI", "ByteDance", "Claude",
-    "ClaudeAllesAPIN", "ClaudeSDK", "DeepseekAPI", "Doubao", "ERNIEBot", "Gemini",
-    "GeminiAllesAPIN", "GeminiSDK", "Hunyuan", "KrGPT", "LightllmChatAPI", "LiteLLMAPI", "MiniMax",
-    "MiniMaxChatCompletionV2", "Mistral", "MoonShot", "Nanbeige", "PanGu", "Qwen", "Rendu",
-    "SenseTime", "StepFun", "TeleChat", "TeleChatStream", "UniGPT", "XunFei", "XunFeiSpark",
-    "Yayi", "YiAPI", "ZhiPuAI", "ZhiPuV2AI"})
-"""OpenCompass API classes that keep ``BaseAPIModel.get_token_len`` (:func:`api_words`): a
-model config of one of these classes without a ``tokenizer`` counts with it."""
-
 
 def whitespace_tokens(text: str) -> int:
     """Whitespace-separated words: the built-in counter (and the reference cases')."""
@@ -59,7 +49,7 @@ _CJK_RUNS = re.compile(r"[\u4e00-\u9fff]+")
 def api_words(text: str) -> int:
     """OpenCompass's ``BaseAPIModel.get_token_len``: runs of ASCII letters and digits, plus
     one per CJK ideograph (U+4E00..U+9FFF); everything else counts nothing. The API classes
-    other than OpenAI's count this way (:data:`API_WORD_COUNTED`)."""
+    other than OpenAI's count this way (their ``counter`` in :mod:`.classes`)."""
     return len(_ASCII_WORDS.findall(text)) + sum(len(run) for run in _CJK_RUNS.findall(text))
 
 
@@ -110,12 +100,11 @@ def token_counter(name: Any, where: str = "model",
 
 
 def default_counter(cfg: Mapping[str, Any]) -> str:
-    """The counter of a model without ``tokenizer``: OpenCompass's own word count for the API
-    classes that keep ``BaseAPIModel.get_token_len``, else whitespace words."""
+    """The counter of a model without ``tokenizer``: its class's (OpenCompass's own word count
+    for the API classes that keep ``BaseAPIModel.get_token_len``), else whitespace words."""
     cls = cfg.get("type")
-    if isinstance(cls, str) and cls.rsplit(".", 1)[-1] in API_WORD_COUNTED:
-        return "api-words"
-    return "whitespace"
+    entry = find_class(cls) if isinstance(cls, str) else None
+    return entry.counter if entry is not None else "whitespace"
 
 
 def _missing_extra(extra: str, package: str, what: str) -> UnsupportedError:
