@@ -12,13 +12,19 @@ function of the inputs and its size is bounded:
   allocate: ``*``, ``+``, ``~``, ``%`` and ``format`` widths, ``str.format`` widths, ``center``,
   ``ljust``, ``rjust``, ``zfill``, ``replace``, ``expandtabs``, ``join``, ``indent``,
   ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=...)``; output is counted as it is
-  produced. ``**`` refuses results beyond :data:`MAX_POWER_BITS` bits;
+  produced. Integers are bounded too: ``**``, ``*``, ``+`` and ``-`` refuse an integer beyond
+  :data:`MAX_POWER_BITS` bits (about 4,200 digits), so that every integer a template holds can be
+  printed (Python turns at most 4,300 digits into text), and printing one that is longer anyway
+  is a limit error, not Python's ``ValueError``;
 * reproducible text: ``lipsum`` is not a global and the ``random`` filter is an error; printing
   a function, method or any object whose text shows a memory address (``<... at 0x7f...>``) is
   an error wherever it would become text (output, ``~``, ``string``, ``format``, ``%``,
   ``join``, ``pprint``);
 * ``str.format`` fields may only name an argument: ``'{0.__class__}'.format(x)`` and
-  ``'{0[1]}'.format(x)`` are errors.
+  ``'{0[1]}'.format(x)`` are errors;
+* an unsafe attribute (``raise_exception.__globals__``, ``''.__class__``) is an error when it is
+  read, also in chat templates (whose undefined values otherwise print as nothing, as in
+  transformers).
 
 A blocked operation raises :class:`jinja2.sandbox.SecurityError`; the callers turn it into a
 :class:`~prompt_compiler.errors.TemplateError` (or ``RenderError``) naming where the template
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import operator
 import re
 import threading
@@ -45,13 +52,14 @@ from jinja2.utils import _PassArg
 
 from . import limits
 from .safe_format import FormatRefused, NamesOnlyFormatter
+from .values import int_problem
 
 __all__ = ["MAX_POWER_BITS", "MAX_REPEAT", "PromptSandbox", "SecurityError", "json_indent_check"]
 
 MAX_REPEAT: Final = 10_000_000
 """Kept for compatibility: ``*`` is now bounded by the prompt-size limit (see above)."""
-MAX_POWER_BITS: Final = 100_000
-"""Most bits an ``int ** int`` result may have (about 30,000 decimal digits)."""
+MAX_POWER_BITS: Final = 14_000
+"""Most bits an integer a template builds may have (4,214 decimal digits: always printable)."""
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _PLAIN = (str, int, float, type(None), Undefined)
@@ -97,8 +105,21 @@ def _too_big(what: str, size: int, limit: int, unit: str = "characters") -> Secu
                          f"(1/16 of {limits.env_name('prompt_chars')}, which raises it)")
 
 
+def _int_bits(what: str, bits: int) -> None:
+    """Refuse building an integer of ``bits`` bits past :data:`MAX_POWER_BITS`."""
+    if bits > MAX_POWER_BITS:
+        raise SecurityError(f"{what} would build an integer of about {bits:,} bits; a "
+                            f"template's integers may have {MAX_POWER_BITS:,} bits (about 4,200 "
+                            "digits: Python turns at most 4,300 digits into text)")
+
+
 def _check_printable(value: Any) -> None:
-    """Refuse a value whose text is not reproducible (functions, ``<... at 0x...>``)."""
+    """Refuse a value whose text is not reproducible (functions, ``<... at 0x...>``) or that
+    cannot become text at all (an integer past Python's digit limit)."""
+    if type(value) is int:
+        if why := int_problem(value):
+            raise SecurityError(f"the template prints {why}")
+        return
     if isinstance(value, _PLAIN):
         return
     if inspect.isroutine(value) or _ADDRESS.search(str(value)):
@@ -114,8 +135,10 @@ def _finalize(value: Any) -> Any:
 
 
 def _check_size(value: Any, what: str) -> Any:
-    """``value`` itself, after checking a str or list is within the limits."""
-    if isinstance(value, str):
+    """``value`` itself, after checking a str, list or int is within the limits."""
+    if type(value) is int:
+        _int_bits(what, value.bit_length())
+    elif isinstance(value, str):
         limit = _limit()
         if len(value) > limit:
             raise _too_big(what, len(value), limit)
@@ -135,6 +158,19 @@ def _predict(what: str, size: int, *, items: bool = False) -> None:
     if not items and size > limit:
         raise _too_big(what, size, limit)
     _charge(size)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_result_bits(operator_: str, left: int, right: int) -> int:
+    """About how many bits ``left operator_ right`` has (an upper bound), before computing it."""
+    if operator_ == "**":
+        return int(right * math.log2(abs(left))) + 1 if right > 0 and abs(left) > 1 else 1
+    if operator_ == "*":
+        return left.bit_length() + right.bit_length()
+    return max(left.bit_length(), right.bit_length()) + 1  # + and -
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -339,7 +375,7 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
     Accepts the keyword arguments of :class:`jinja2.Environment` (``finalize`` is set here).
     """
 
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     code_generator_class = _Generator
 
     def __init__(self, **options: Any) -> None:
@@ -375,6 +411,16 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
             budget.depth -= 1
             if budget.depth == 0:
                 _local.budget = None
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
+        """An unsafe attribute (``__globals__``, ``__class__``, ``mro``...) is an error at once.
+
+        jinja2 (and so transformers' chat-template sandbox) returns an undefined value that
+        prints as nothing under the default ``Undefined``: the template would render as if the
+        attribute were merely missing. Here it stops the render, whatever the undefined policy.
+        """
+        raise SecurityError(f"access to attribute {attribute!r} of "
+                            f"{type(obj).__name__!r} object is unsafe.")
 
     def counted(self, iterable: Any) -> Iterator[Any]:
         """A ``{% for %}`` loop's items, each counted against the render's loop turns."""
@@ -412,6 +458,8 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
         """Apply an intercepted operator, refusing results too large to be meant."""
+        if _is_int(left) and _is_int(right) and operator_ != "%":
+            _int_bits(f"'{operator_}'", _int_result_bits(operator_, left, right))
         if operator_ == "*":
             for seq, times in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(times, int):
@@ -429,11 +477,6 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
                 _check_percent(left, right)
                 return _check_size(operator.mod(left, right), "'%'")
             return operator.mod(left, right)
-        if (isinstance(left, int) and isinstance(right, int)
-                and right > 0 and abs(left) > 1 and right * left.bit_length() > MAX_POWER_BITS):
-            raise SecurityError(f"'**' would build an integer of about "
-                                f"{right * left.bit_length():,} bits; the sandbox allows "
-                                f"{MAX_POWER_BITS:,}")
         return super().call_binop(context, operator_, left, right)
 
     def call(__self, __context: Context, __obj: Any, *args: Any,  # noqa: N805

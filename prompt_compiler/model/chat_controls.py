@@ -96,12 +96,16 @@ def check_dicts(value: Any, name: str, *, where: str, model: str | None = None
 
 def template_variables(template: Any) -> frozenset[str]:
     """Every variable a chat template (any of its named templates) reads from outside."""
-    import jinja2
     import jinja2.meta
 
-    # A bare environment with the template's tags: the real one's globals (strftime_now,
-    # raise_exception, ...) would count as declared.
-    env = jinja2.Environment(extensions=[type(e) for e in template._env.extensions.values()])
+    from ..sandbox import PromptSandbox
+
+    # A new sandbox with the template's tags: the template's own environment has globals
+    # (strftime_now, raise_exception, ...) that would count as declared. A sandbox, not a
+    # plain jinja2 environment: that one folds constant expressions while parsing
+    # ('a' * 10**9, 'x'|center(10**9)), building them unbounded before any limit could
+    # refuse them.
+    env = PromptSandbox(extensions=[type(e) for e in template._env.extensions.values()])
     names: set[str] = set()
     for text in {template.source, *template.alternates.values()}:
         names |= jinja2.meta.find_undeclared_variables(env.parse(text))
