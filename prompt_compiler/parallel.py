@@ -22,9 +22,9 @@ from .emit.blockfile import write_blocks
 from .emit.names import on_disk
 from .emit.outdir import OutputDir
 from .emit.shards import (
-    LocalSink,
     Shard,
     ShardPlan,
+    ShardSink,
     pair_entry,
     pair_folder,
     shard_tasks,
@@ -225,8 +225,7 @@ class _ShardTask:
     rows: range | None
     shards: range | None
     first: int
-    staging: Path
-    shown: str
+    sink: ShardSink
 
 
 def shard_split(pair: Pair, settings: CompileSettings, plan: ShardPlan, parts: int
@@ -262,12 +261,12 @@ def _compile_shards(task: _ShardTask) -> list[dict[str, Any]]:
         blocks = range_lines(task.pair, prepared, task.rows, counts)
     else:
         blocks = pair_lines(task.pair, task.settings, counts, rows=task.rows)
-    shards = write_shards(LocalSink(task.staging, task.shown), pair_folder(task.pair.out_name),
-                          blocks, task.plan, start=task.first, shards=task.shards)
+    shards = write_shards(task.sink, pair_folder(task.pair.out_name), blocks, task.plan,
+                          start=task.first, shards=task.shards)
     return [s.entry() for s in shards]
 
 
-def compile_parallel_shards(pairs: list[Pair], writer: OutputDir,
+def compile_parallel_shards(pairs: list[Pair], writer: Any,
                             outputs: dict[str, dict[str, Any]], settings: CompileSettings,
                             plans: dict[str, ShardPlan], progress: Any) -> None:
     """``--jobs N`` with ``--shard-rows``: every task (a pair, or a run of shards of a large
@@ -298,7 +297,7 @@ def compile_parallel_shards(pairs: list[Pair], writer: OutputDir,
                                 f" (shards {shards.start}-{shards.stop - 1})" if shards
                                 else ""), _compile_shards,
                             _ShardTask(key, pair, settings, plans[pair.out_name], rows, shards,
-                                       first, writer.staging, writer.shown))
+                                       first, writer.sink()))
                             for rows, shards, first in tasks])
                     watch.start()
                 for key, (pair, futs) in enumerate(zip(pairs, futures, strict=True)):

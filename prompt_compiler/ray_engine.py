@@ -35,15 +35,15 @@ from typing import Any, cast
 
 from .emit.blockfile import write_blocks
 from .emit.shards import (
-    LocalSink,
     Shard,
     ShardPlan,
+    ShardSink,
     pair_entry,
     pair_folder,
     shard_tasks,
     write_shards,
 )
-from .errors import ConfigError, OutputError, PromptCompilerError, UnsupportedError
+from .errors import ConfigError, PromptCompilerError, UnsupportedError
 from .pairs import CompileSettings, Counts, PreparedJob, locate, pair_lines, range_lines
 
 __all__ = ["RANGE_ROWS", "Offset", "Shots", "compile_pairs", "ray_session", "require_ray"]
@@ -551,29 +551,17 @@ def _data_context() -> Iterator[None]:
 # -- sharded output: the workers write, this process only gathers names and digests ---------
 
 
-def _sink(staging: str, shown: str) -> LocalSink:
-    """The run's staging folder as this worker sees it (it must be on shared storage)."""
-    if not os.path.isdir(staging):
-        raise OutputError(f"the staging folder of {shown} ({staging}) is not on this worker's "
-                          "node: with --shard-rows every worker writes its shards there",
-                          hint="put OUT on storage every node mounts (NFS), or write to "
-                               "s3://")
-    return LocalSink(staging, shown)
-
-
 def _whole_pair_shards(cwd: str, pair: Any, settings: CompileSettings, plan: ShardPlan,
-                       staging: str, shown: str) -> list[dict[str, Any]]:
+                       sink: ShardSink) -> list[dict[str, Any]]:
     """Task: every shard of one pair, as the local engine writes them; their entries."""
     _chdir(cwd)
-    sink = _sink(staging, shown)
     shards = write_shards(sink, pair_folder(pair.out_name), pair_lines(pair, settings, Counts()),
                           plan)
     return [s.entry() for s in shards]
 
 
 def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
-                   shots: Any, plan: ShardPlan, staging: str, shown: str
-                   ) -> dict[str, list[Any]]:
+                   shots: Any, plan: ShardPlan, sink: ShardSink) -> dict[str, list[Any]]:
     """The ``map_batches`` function of a large sharded pair: one item per shard (its rows,
     its number, the record number of its first row, the ids of its rows or none) in, the
     shard's manifest entries (JSON) or its error (pickled) out."""
@@ -588,7 +576,7 @@ def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: Compile
             _chdir(cwd)
             rows = range(int(start), int(stop))
             prepared = _block_job(rows, bytes(ids), pair, settings, shots)
-            shards = write_shards(_sink(staging, shown), pair_folder(pair.out_name),
+            shards = write_shards(sink, pair_folder(pair.out_name),
                                   range_lines(pair, prepared, rows, Counts()), plan,
                                   start=int(first), shards=range(int(k0), int(k1)))
             entries = orjson.dumps([s.entry() for s in shards])
@@ -609,9 +597,9 @@ def _shard_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str,
     import ray
 
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair_shards)
-    staging, cwd = str(writer.staging), os.getcwd()
+    cwd = os.getcwd()
     found = [_plan(pair, settings, cpus, plans[pair.out_name]) for pair in pairs]
-    singles = {k: whole.remote(cwd, pair, settings, plans[pair.out_name], staging, writer.shown)
+    singles = {k: whole.remote(cwd, pair, settings, plans[pair.out_name], writer.sink())
                for k, (pair, plan) in enumerate(zip(pairs, found, strict=True)) if plan is None}
     try:
         for k, (pair, plan) in enumerate(zip(pairs, found, strict=True)):
@@ -650,8 +638,7 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
         stage = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
             cast(Any, _shard_batches), batch_size=1, batch_format="numpy", num_cpus=1,
             zero_copy_batch=True,
-            fn_args=(cwd, pair, settings, ray.put(shots), plan, str(writer.staging),
-                     writer.shown))
+            fn_args=(cwd, pair, settings, ray.put(shots), plan, writer.sink()))
         try:
             for batch in stage.iter_batches(batch_size=None, batch_format="numpy",
                                             prefetch_batches=0):

@@ -400,8 +400,15 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         from .emit.formats import _pyarrow
 
         _pyarrow()  # a missing extra fails before anything is compiled
-    out = Path(out) if out is not None else None
     from .emit.shards import check_shard_rows
+    from .storage import object_uri
+
+    remote = object_uri(out)
+    if remote is not None and shard_rows is None:
+        raise ConfigError(f"-o {remote}: an output on object storage is sharded; give "
+                          "--shard-rows N (records per shard)", key_path="--shard-rows",
+                          hint="e.g. --shard-rows 100000")
+    out = Path(out) if out is not None and remote is None else None
 
     settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
                                jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize,
@@ -413,8 +420,13 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         raise suite.nothing_to_compile(only, models)
     _check_names(pairs)
     outputs: dict[str, dict[str, Any]] = {}
-    writer = None
-    if out is not None:
+    writer: Any = None
+    if remote is not None:
+        from .emit.objstore import ObjectOutput
+
+        _check_not_under(remote, suite, data_dir)
+        writer = ObjectOutput(remote, replace_foreign=replace_foreign).open()
+    elif out is not None:
         _check_not_inside(out, _every_input(suite, data_dir))
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
     limits = {k: v for k, v in (("batch_lines", batch_lines), ("batch_bytes", batch_bytes))
@@ -462,12 +474,12 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         raise
 
 
-def _compile_shards(pairs: Sequence[Pair], writer: OutputDir, outputs: dict[str, dict[str, Any]],
+def _compile_shards(pairs: Sequence[Pair], writer: Any, outputs: dict[str, dict[str, Any]],
                     settings: CompileSettings, fmt: str, limits: Mapping[str, int],
                     engine: str, ray_address: str | None, progress: Any) -> None:
     """``--shard-rows``: every pair's shards, written by whoever compiles them (this process
     with ``--jobs 1``, the pool's processes, Ray's workers); their entries into ``outputs``."""
-    from .emit.shards import LocalSink, pair_entry, pair_folder, plan_for, write_shards
+    from .emit.shards import pair_entry, pair_folder, plan_for, write_shards
 
     assert settings.shard_rows is not None
     plans = {p.out_name: plan_for(p, settings.shard_rows, fmt, **limits) for p in pairs}
@@ -482,7 +494,7 @@ def _compile_shards(pairs: Sequence[Pair], writer: OutputDir, outputs: dict[str,
 
         compile_parallel_shards(list(pairs), writer, outputs, settings, plans, progress)
         return
-    sink = LocalSink(writer.staging, writer.shown)
+    sink = writer.sink()
     for i, pair in enumerate(pairs):
         if progress:
             progress(i, len(pairs), pair)
@@ -558,6 +570,21 @@ def _check_not_inside(out: Path, inputs: Sequence[str | os.PathLike[str]]) -> No
         if real == target or real.startswith(target.rstrip(os.sep) + os.sep):
             raise OutputError(f"the output folder {out} holds the input {item}, and would be "
                               "replaced as a whole", hint="write the output to another folder")
+
+
+def _check_not_under(uri: str, suite: Suite, data_dir: Path | None) -> None:
+    """An output on object storage may not hold an input either (its runs are deleted)."""
+    from .storage import object_uri
+
+    named = [data_dir] + [d.spec.get(k) for d in suite.datasets for k in ("path", "data_files")]
+    for value in named:
+        values = list(value.values()) if isinstance(value, Mapping) else [value]
+        for item in values:
+            found = object_uri(item)
+            if found is not None and (found == uri or found.startswith(uri + "/")
+                                      or uri.startswith(found + "/")):
+                raise OutputError(f"the output {uri} holds the input {found}, and its runs are "
+                                  "deleted as a whole", hint="write the output to another prefix")
 
 
 def _path(value: PathArg | None) -> Path | None:

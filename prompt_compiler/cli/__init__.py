@@ -7,6 +7,7 @@
                                              a meta template against a chat template
     compile-prompts diff A B [--json]        what changed between two compilations
     compile-prompts view OUT [B] -o FILE     a self-contained HTML report (B: side-by-side diff)
+    compile-prompts gc OUT [--unlock]        delete what killed runs left in an output
 
 A subcommand word always wins over a path of the same name: write ``./models`` to
 compile a folder called ``models``. Each subcommand lives in its own module here and
@@ -44,6 +45,7 @@ SUBCOMMANDS: dict[str, str] = {
     "check-template": "check_template",
     "diff": "diff",
     "view": "view",
+    "gc": "gc",
 }
 """Subcommand word -> module in this package."""
 

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from .. import limits
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
+from ..storage import object_uri
 from . import json_text, one_line
 from .signals import Stopped, reported, stopping
 
@@ -53,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                    "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
     p.add_argument("--data-dir", type=Path,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
-    p.add_argument("-o", "--out", type=Path, help="output folder (default: ./out)")
+    p.add_argument("-o", "--out", type=Path,
+                   help="output folder (default: ./out), or s3://bucket/prefix (with "
+                        "--shard-rows)")
     p.add_argument("--mode", choices=("default", "compat"), default="default",
                    help="compat reproduces OpenCompass 0.5.4 exactly, defects included")
     p.add_argument("--models", action="append", default=[], metavar="ABBR_GLOB",
@@ -241,8 +244,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         limits.current()  # a malformed PROMPT_COMPILER_MAX_* variable fails first
         writes = not args.check and (args.out is not None or not args.show)
-        if writes:  # repair what a dead run left; fail now, not after loading, if OUT is busy
-            OutputDir(args.out or Path("out")).recover()
+        if writes and not object_uri(args.out):  # repair what a dead run left; fail now,
+            OutputDir(args.out or Path("out")).recover()  # not after loading, if OUT is busy
         settings = CompileSettings(
             data_dir=Path(args.data_dir) if args.data_dir is not None else None, mode=mode,
             spans=args.spans, strict=args.strict, jobs=args.jobs, limit=args.limit,
@@ -308,7 +311,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json_text(manifest))
     else:
         total = sum(o["records"] for o in manifest["outputs"].values())
-        where = "checked, nothing written" if out is None else f"written to {out}/"
+        where = ("checked, nothing written" if out is None
+                 else f"written to {object_uri(out) or out}/")
         pairs = len(manifest["outputs"])
         print(f"{pairs} dataset x model pair{'s' * (pairs != 1)}, "
               f"{total} prompt{'s' * (total != 1)} ({mode} mode), {where}")

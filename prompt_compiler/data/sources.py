@@ -106,7 +106,7 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> LoadedR
         if found is not None:
             return found
         if data_dir is not None:
-            found = _from_data_dir(Path(data_dir), dataset.abbr, tried)
+            found = _from_data_dir(_local_dir(data_dir, dataset.abbr), dataset.abbr, tried)
             if found is not None:
                 return found
     except PromptCompilerError as err:
@@ -202,7 +202,24 @@ def _from_data_dir(data_dir: Path, abbr: str, tried: list[str]) -> LoadedRows | 
     if single.is_file():
         return LoadedRows(_jsonl(single), None, str(single))
     return _parquet_from_data_dir(data_dir, abbr, tried)
+def _local_dir(data_dir: Path | str, abbr: str) -> Path:
+    """``--data-dir``, or for an ``s3://`` one a local copy of what it holds for ``abbr``."""
+    from ..storage import local_copy, object_uri
+
+    uri = object_uri(data_dir)
+    if uri is None:
+        return Path(data_dir)
+    keep = (abbr, f"{abbr}.jsonl", f"{abbr}.parquet")
+    return local_copy(uri, keep) or Path(os.devnull, "missing")
+
+
 def _resolve(name: str, config_dir: Path, tried: list[str]) -> Path | None:
+    from ..storage import local_copy, object_uri
+
+    uri = object_uri(name)
+    if uri is not None:  # rows on object storage: read from a local copy
+        tried.append(uri)
+        return local_copy(uri)
     path = Path(name).expanduser()
     candidates = [path] if path.is_absolute() else [config_dir / path, Path.cwd() / path]
     for candidate in candidates:
@@ -763,12 +780,16 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path
             names = list(data_files.values())
         elif isinstance(data_files, str) or isinstance(spec.get("path"), str):
             names = [data_files if isinstance(data_files, str) else spec["path"]]
+    from ..storage import object_uri
+
+    if any(object_uri(n) for n in names):
+        return []  # on object storage: not listed among the inputs (nor fetched for that)
     found = [_resolve(n, config_dir, []) for n in names if isinstance(n, str)]
     if names and all(f is not None for f in found):
         return [g for f in found if f is not None
                 for g in (sorted(p for p in f.rglob("*") if p.is_file()) if f.is_dir() else
                           _glob(f) or [f])]
-    if data_dir is not None:
+    if data_dir is not None and not object_uri(data_dir):
         folder = Path(data_dir) / dataset.abbr
         for suffix in (".jsonl", ".parquet"):
             files = sorted(folder.glob("*" + suffix)) if folder.is_dir() else []

@@ -57,6 +57,7 @@ from .blockfile import os_errors as _os
 from .manifest import is_ours, listed_files, manifest_bytes
 from .names import MANIFEST, from_disk, on_disk
 from .records import record_bytes
+from .shards import LocalSink
 
 __all__ = ["BlockFile", "OutputDir", "write_blocks", "write_jsonl"]
 
@@ -626,6 +627,10 @@ class OutputDir:
     def shown_path(self, rel: str) -> str:
         """How a file in OUT is named in messages."""
         return f"{self.shown}/{rel}"
+
+    def sink(self) -> LocalSink:
+        """Where shards go (``--shard-rows``): the staging folder."""
+        return LocalSink(self.staging, self.shown)
 
     def adopt(self, rel: str) -> None:
         """Take over a file written into :attr:`staging` by someone else (a worker)."""

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..errors import ConfigError, DataError, PromptCompilerError
+from ..errors import ConfigError, DataError, OutputError, PromptCompilerError
 from .blockfile import BlockFile
 from .formats import (
     BATCH_MAX_BYTES,
@@ -216,6 +216,11 @@ class LocalSink:
         self.root, self._shown = Path(root), shown
 
     def create(self, rel: str) -> ShardFile:
+        if not self.root.is_dir():
+            raise OutputError(f"the staging folder of {self._shown} ({self.root}) is not on this "
+                              "machine: every worker writes its shards there",
+                              hint="put OUT on storage every node mounts (NFS), or write to "
+                                   "s3://")
         return BlockFile(self.root / on_disk(rel), shown=self.shown(rel))
 
     def shown(self, rel: str) -> str:

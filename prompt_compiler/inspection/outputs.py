@@ -75,6 +75,17 @@ def read_output(out: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         DataError: ``out`` is no output folder of compile-prompts, holds engine files
             (``--format``), or a record file cannot be read.
     """
+    from ..storage import object_uri
+
+    uri = object_uri(out)
+    if uri is not None:  # an output on object storage: the shards its manifest lists
+        from ..emit.objstore import read_shards
+
+        for name, lines in read_shards(uri):
+            for n, line in enumerate(lines, 1):
+                if line.strip():
+                    yield _record(line, n, f"{uri}/{name}")
+        return
     for f in record_files(Path(out)):
         yield from f.records()
 
@@ -138,17 +149,21 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except ValueError as err:
-                raise DataError(f"line {n} is not JSON ({err})", config_path=str(path)) from None
-            if not isinstance(rec, dict) or "prompt" not in rec or "index" not in rec:
-                raise DataError(
-                    f"line {n} is not a compiled record (expected an object with "
-                    f"'index' and 'prompt')",
-                    config_path=str(path),
-                )
-            yield rec
+            yield _record(line, n, str(path))
+
+
+def _record(line: str | bytes, n: int, where: str) -> dict[str, Any]:
+    """One line of a record file as a record; else a DataError naming the file and line."""
+    try:
+        rec = json.loads(line)
+    except ValueError as err:
+        raise DataError(f"line {n} is not JSON ({err})", config_path=where) from None
+    if not isinstance(rec, dict) or "prompt" not in rec or "index" not in rec:
+        raise DataError(
+            f"line {n} is not a compiled record (expected an object with 'index' and 'prompt')",
+            config_path=where,
+        )
+    return rec
 
 
 def item_key(rec: dict[str, Any]) -> tuple[str, Any, str, Any]:
