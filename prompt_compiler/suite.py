@@ -406,8 +406,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     remote = object_uri(out)
     if remote is not None and shard_rows is None:
         raise ConfigError(f"-o {remote}: an output on object storage is sharded; give "
-                          "--shard-rows N (records per shard)", key_path="--shard-rows",
-                          hint="e.g. --shard-rows 100000")
+                          "--shard-rows N (records per shard)", hint="e.g. --shard-rows 100000")
     out = Path(out) if out is not None and remote is None else None
 
     settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
