@@ -214,10 +214,21 @@ def test_missing_rows_list_every_path_tried(tmp_path: Path) -> None:
         assert str(tried) in message
 
 
-def test_missing_rows_without_data_dir_hints_at_it(tmp_path: Path) -> None:
-    message = _raises(load_splits, dataset(tmp_path, abbr="gsm8k", type="GSM8KDataset"), None)
-    assert "GSM8KDataset is an OpenCompass loader" in message
-    assert "--data-dir DIR holding DIR/gsm8k/<split>.jsonl or DIR/gsm8k.jsonl" in message
+def test_missing_loader_data_names_where_opencompass_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COMPASS_DATA_CACHE", raising=False)
+    ds = dataset(tmp_path, abbr="gsm8k", type="GSM8KDataset", path="opencompass/gsm8k")
+    message = _raises(load_splits, ds, None)
+    assert message == (
+        f"{tmp_path / 'cfg.yaml'}: dataset 'gsm8k', at datasets[0]: no data at "
+        f"{tmp_path / 'data/gsm8k'} (nor at {tmp_path / 'home/.cache/opencompass/data/gsm8k'}): "
+        "OpenCompass would download 'opencompass/gsm8k' there (from its dataset URLs, or the "
+        "hub DATASET_SOURCE names); this project never downloads (hint: unpack OpenCompass's "
+        "data (the OpenCompassData zip) in the working folder, or set COMPASS_DATA_CACHE to "
+        "the folder holding its data/ folder; or pass --data-dir DIR holding "
+        "DIR/gsm8k/<split>.jsonl)")
 
 
 def test_bad_file_in_a_dataset_names_config_and_dataset(tmp_path: Path) -> None:

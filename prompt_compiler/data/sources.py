@@ -109,17 +109,21 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> LoadedR
             found = _from_data_dir(_local_dir(data_dir, dataset.abbr), dataset.abbr, tried)
             if found is not None:
                 return found
+        loader = spec.get("type")
+        if _is_loader_class(loader):
+            from .opencompass import loader_rows
+
+            return loader_rows(
+                str(loader), spec,
+                elsewhere="; --data-dir tried: " + ", ".join(tried) if tried else "",
+                hint="" if data_dir is not None else
+                f"; or pass --data-dir DIR holding DIR/{dataset.abbr}/<split>.jsonl")
     except PromptCompilerError as err:
-        raise err.located(config_path=dataset.config_path, dataset=dataset.abbr) from None
-    loader = spec.get("type")
-    why = (
-        f" ({loader} is an OpenCompass loader; its rows are read from --data-dir)"
-        if isinstance(loader, str) and loader not in BUILTIN_READERS and loader
-        else ""
-    )
+        raise err.located(config_path=dataset.config_path, dataset=dataset.abbr,
+                          key_path=dataset.key_path) from None
     tried_text = "; tried: " + ", ".join(tried) if tried else "; no path to try"
     raise DataError(
-        f"no rows found{why}{tried_text}",
+        f"no rows found{tried_text}",
         config_path=dataset.config_path,
         dataset=dataset.abbr,
         key_path=dataset.key_path,
@@ -130,6 +134,11 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> LoadedR
             else None
         ),
     )
+
+
+def _is_loader_class(loader: Any) -> bool:
+    """Whether a dataset ``type`` names an OpenCompass loader class (not a built-in reader)."""
+    return isinstance(loader, str) and bool(loader) and loader not in BUILTIN_READERS
 
 
 def attach_rows(dataset: DatasetConfig, data_dir: Path | None = None) -> DatasetConfig:
@@ -798,6 +807,10 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path
             single = Path(data_dir) / f"{dataset.abbr}{suffix}"
             if single.is_file():
                 return [single]
+    if _is_loader_class(loader):
+        from .opencompass import loader_files
+
+        return loader_files(str(loader), spec)
     return []
 
 

@@ -1,0 +1,100 @@
+"""Rows of a dataset whose ``type`` is an OpenCompass loader class (``MMLUDataset`` ...).
+
+The rows are the ones the class's ``load(**kwargs)`` returns, read from the path OpenCompass's
+``get_data_path`` resolves (:mod:`.paths`): by a native reader when the class has one
+(:mod:`.registry`; the families :mod:`.exams`, :mod:`.lines`, :mod:`.jsonsets`), else by
+OpenCompass's own loader in another interpreter (:mod:`.bridge`). The data layer asks here
+after ``--data-dir``, which keeps precedence. ``reader_cfg`` is applied afterwards, as for any
+rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError, PromptCompilerError
+from ..sources import LoadedRows
+from .paths import resolve
+from .registry import NativeReader, native_readers
+
+__all__ = ["NOT_LOAD_KEYS", "load_kwargs", "loader_files", "loader_rows", "native_reader"]
+
+NOT_LOAD_KEYS = frozenset({
+    "type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "k", "n",
+    # this project's own dataset keys (docs/chat_templates.md, fewshot)
+    "fewshot", "assistant_prefix", "tools", "documents",
+})
+"""Dataset keys that OpenCompass does not pass to ``load`` (``BaseDataset`` takes
+``abbr``, ``reader_cfg``, ``k``, ``n``; the runner drops ``infer_cfg`` and ``eval_cfg``)."""
+
+
+@cache
+def _readers() -> dict[str, NativeReader]:
+    return native_readers()
+
+
+def native_reader(type_name: str) -> NativeReader | None:
+    """The native reader of an OpenCompass loader class, if it has one."""
+    return _readers().get(type_name)
+
+
+def load_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments OpenCompass passes to the class's ``load``."""
+    return {k: v for k, v in spec.items() if k not in NOT_LOAD_KEYS}
+
+
+def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "",
+          hint: str = "") -> Path:
+    path = arguments.get("path")
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"{reader.name}: 'path' must be a dataset id or a path, got "
+                          f"{type(path).__name__}")
+    local_mode = reader.local_mode
+    if local_mode is None:
+        local_mode = bool(arguments.get("local_mode", False))
+    return resolve(path, local_mode=local_mode, elsewhere=elsewhere, hint=hint).path
+
+
+def loader_rows(type_name: str, spec: Mapping[str, Any], settings: Any = None, *,
+                elsewhere: str = "", hint: str = "") -> LoadedRows:
+    """The rows of a dataset of OpenCompass loader class ``type_name`` (``elsewhere``,
+    ``hint``: added to a missing-data error, see :func:`.paths.resolve`).
+
+    Raises:
+        DataError: The data is not where OpenCompass would read it (the message names the
+            path), a file is malformed (file and line), or the class has no native reader
+            and OpenCompass cannot be run.
+        ConfigError: The config's arguments are ones ``load`` would reject.
+    """
+    kwargs = load_kwargs(spec)
+    reader = native_reader(type_name)
+    if reader is None:
+        from .bridge import load_with_opencompass
+
+        found = load_with_opencompass(type_name, kwargs, Path.cwd(), settings)
+        if isinstance(found, Mapping):
+            return LoadedRows(None, dict(found), f"{type_name} (OpenCompass)")
+        return LoadedRows(found, None, f"{type_name} (OpenCompass)")
+    arguments = reader.arguments(kwargs)
+    root = _root(reader, arguments, elsewhere, hint)
+    rows = reader.load(root, arguments)
+    if isinstance(rows, dict):
+        return LoadedRows(None, rows, str(root))
+    return LoadedRows(rows, None, str(root))
+
+
+def loader_files(type_name: str, spec: Mapping[str, Any]) -> list[Path]:
+    """The files a native reader reads for this dataset (for the manifest): none when the
+    class has no native reader or its data is not found."""
+    reader = native_reader(type_name)
+    if reader is None:
+        return []
+    try:
+        arguments = reader.arguments(load_kwargs(spec))
+        files = reader.data_files(_root(reader, arguments), arguments)
+    except PromptCompilerError:
+        return []
+    return [f for f in files if f.is_file()]

@@ -1,0 +1,93 @@
+"""The native readers: one per OpenCompass loader class, looked up by the class's name.
+
+A reader is a function of the files it reads (already resolved, in the order its
+:attr:`NativeReader.files` lists them) and the keyword arguments the class's ``load`` takes
+(its signature mirrors ``load``'s, so a config giving a keyword ``load`` would reject is
+rejected the same way). It returns the rows as ``load`` does: one list (a ``Dataset``: the
+same rows serve every split) or ``{split: rows}`` (a ``DatasetDict``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError, DataError
+from ..rows import Row
+
+__all__ = ["NativeReader", "Splits", "native_readers"]
+
+Splits = list[Row] | dict[str, list[Row]]
+
+
+@dataclass(frozen=True, slots=True)
+class NativeReader:
+    """How one OpenCompass loader class reads its files."""
+
+    name: str
+    """The OpenCompass class, e.g. ``MMLUDataset``."""
+    read: Callable[..., Splits]
+    """``read(files, **load_kwargs)`` -> the rows ``load`` returns."""
+    files: tuple[str, ...] = ("",)
+    """The files read, relative to the resolved ``path`` (``""``: the path itself);
+    ``{name}``-style fields are ``load``'s arguments."""
+    local_mode: bool | None = False
+    """``get_data_path``'s ``local_mode``: fixed, or None for ``load``'s own argument."""
+
+    def arguments(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """``load``'s arguments from the config's ``kwargs``, defaults filled in.
+
+        Raises:
+            ConfigError: ``load`` would reject them (missing or unexpected argument).
+        """
+        signature = inspect.signature(self.read)
+        try:
+            bound = signature.bind([], **kwargs)
+        except TypeError as exc:
+            raise ConfigError(f"{self.name}.load(): {exc}") from None
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop(next(iter(signature.parameters)))
+        extra = next((p.name for p in signature.parameters.values()
+                      if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+        if extra is not None:
+            arguments.update(arguments.pop(extra, {}))
+        return arguments
+
+    def data_files(self, root: Path, arguments: Mapping[str, Any]) -> list[Path]:
+        """The files read under ``root`` (the resolved ``path``)."""
+        try:
+            return [root / f.format(**arguments) if f else root for f in self.files]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"{self.name}: cannot name its files from the arguments "
+                              f"({exc})") from None
+
+    def load(self, root: Path, arguments: Mapping[str, Any]) -> Splits:
+        """The rows, read from the files under ``root``.
+
+        Raises:
+            DataError: A file is missing or malformed (file and line named).
+        """
+        files = self.data_files(root, arguments)
+        for file in files:
+            if not file.is_file():
+                raise DataError(f"{file}: no such file ({self.name} reads it; OpenCompass "
+                                "fails there too)")
+        return self.read(files, **arguments)
+
+
+def native_readers() -> dict[str, NativeReader]:
+    """Every native reader by class name (each family module lists its own)."""
+    from . import exams, jsonsets, lines
+
+    found: dict[str, NativeReader] = {}
+    for family in (exams, lines, jsonsets):
+        readers: Sequence[NativeReader] = family.READERS
+        for reader in readers:
+            if reader.name in found:
+                raise RuntimeError(f"two native readers for {reader.name}")
+            found[reader.name] = reader
+    return found

@@ -1,0 +1,101 @@
+"""Record the rows OpenCompass's own loader classes return, for the native readers' tests.
+
+Each case is a folder ``tests/data/opencompass/<Class>/<case>/`` holding ``case.json``
+(``{"kwargs": {...}}``: the arguments the config gives ``load``) and the class's files laid
+out as OpenCompass's data folder (``data/...``). This script runs, in an interpreter where
+OpenCompass 0.5.4 is installed (``/work/oc-venv/bin/python tools/record_oc_rows.py``), each
+case's ``<Class>.load(**kwargs)`` with the case folder as the working folder, and writes what
+it returned next to the inputs as ``recorded.json``: ``{"rows": [...]}`` for a ``Dataset``,
+``{"splits": {name: [...]}}`` for a ``DatasetDict`` (JSON keeps ``1`` and ``1.0`` apart), or
+``{"error": "<type>: <message>"}`` when ``load`` raised.
+
+Only the module defining the class is imported: ``opencompass.datasets`` is replaced by an
+empty package on OpenCompass's folder, so its ``__init__`` (which imports every loader and
+their many dependencies) does not run.
+
+    python tools/record_oc_rows.py [CLASS_OR_CASE_FOLDER ...]
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "opencompass"
+
+
+def _datasets_package() -> Path:
+    import opencompass  # type: ignore[import-not-found,unused-ignore]
+
+    folder = Path(opencompass.__file__).parent / "datasets"
+    if "opencompass.datasets" not in sys.modules:
+        stub = types.ModuleType("opencompass.datasets")
+        stub.__path__ = [str(folder)]
+        sys.modules["opencompass.datasets"] = stub
+    return folder
+
+
+def loader_class(name: str) -> Any:
+    """The class ``name`` from the one module of ``opencompass.datasets`` that defines it."""
+    folder = _datasets_package()
+    pattern = re.compile(rf"^class {re.escape(name)}\(", re.M)
+    for file in sorted(folder.rglob("*.py")):
+        if pattern.search(file.read_text(encoding="utf-8", errors="replace")):
+            module = ".".join(file.relative_to(folder.parent).with_suffix("").parts)
+            return getattr(importlib.import_module(f"opencompass.{module}"), name)
+    raise SystemExit(f"no module of {folder} defines class {name}")
+
+
+def record(case: Path) -> dict[str, Any]:
+    """Run the case's loader in ``case`` and return what it returned."""
+    spec = json.loads((case / "case.json").read_text(encoding="utf-8"))
+    cls = loader_class(case.parent.name)
+    here = os.getcwd()
+    home = os.environ.get("HOME")
+    with tempfile.TemporaryDirectory() as empty_home:
+        os.environ["HOME"] = empty_home  # no ~/.cache/opencompass of this machine
+        os.environ.pop("COMPASS_DATA_CACHE", None)
+        os.environ.pop("DATASET_SOURCE", None)
+        os.chdir(case)
+        try:
+            loaded = cls.load(**spec["kwargs"])
+        except Exception as exc:  # noqa: BLE001 (recorded as the expected outcome)
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            os.chdir(here)
+            if home is not None:
+                os.environ["HOME"] = home
+    from datasets import Dataset  # type: ignore[import-not-found,unused-ignore]
+
+    if isinstance(loaded, Dataset):
+        return {"rows": loaded.to_list()}
+    return {"splits": {str(name): split.to_list() for name, split in loaded.items()}}
+
+
+def main(argv: list[str]) -> int:
+    """Record every case (or those named)."""
+    wanted = [Path(a) for a in argv]
+    cases = sorted(c.parent for c in CASES.glob("*/*/case.json"))
+    if wanted:
+        cases = [c for c in cases if any(w.name in (c.name, c.parent.name) or
+                                         w.resolve() == c for w in wanted)]
+    for case in cases:
+        result = record(case)
+        text = json.dumps(result, ensure_ascii=False, indent=1) + "\n"
+        (case / "recorded.json").write_text(text, encoding="utf-8")
+        shape = ("error" if "error" in result else
+                 f"{len(result['rows'])} rows" if "rows" in result else
+                 ", ".join(f"{k}: {len(v)}" for k, v in result["splits"].items()))
+        print(f"{case.relative_to(CASES)}: {shape}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
