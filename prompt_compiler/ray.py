@@ -12,8 +12,9 @@
 Every output row is one record with the fields and values the CLI writes for the same test
 row (``dataset``, ``model``, ``mode``, ``index``, ``label`` for ppl, ``ice_ids``, ``prompt``,
 ``prompt_sha256``, ``gold``, and ``over_limit`` and the token counts when ``max_seq_len``
-dropped examples), plus ``sampling_params`` and ``tokenized_prompt`` when asked for, which is
-what ``ray.data.llm``'s vLLM stage reads (see docs/ray.md).
+dropped examples), plus ``sampling_params`` (filled from the record, :func:`sampling_params`)
+and ``tokenized_prompt`` when asked for, which is what ``ray.data.llm``'s vLLM stage reads
+(see docs/ray.md).
 
 A row's id (its index in the test split, the record's ``index``) is its ``idx`` column
 (``id_column``): Ray Data does not number rows, and an id keeps records, and the examples
@@ -33,10 +34,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .emit.formats import sampling_params
 from .errors import ConfigError, DataError, PromptCompilerError, UnsupportedError
 from .ray_engine import Offset, Shots, require_ray
 
-__all__ = ["compile_dataset", "require_ray"]
+__all__ = ["compile_dataset", "require_ray", "sampling_params"]
 
 RECORD_FIELDS = ("dataset", "model", "mode", "index", "row", "label", "turn", "ice_ids",
                  "dropped_ice_ids", "token_len_before", "token_len_after", "over_limit",
@@ -160,8 +162,8 @@ class CompileBatches:
                 raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
         records = [orjson.loads(line) for line in b"".join(out).splitlines()]
         cols: dict[str, list[Any]] = {f: [r.get(f) for r in records] for f in RECORD_FIELDS}
-        if self.sampling_params is not None:
-            cols["sampling_params"] = [dict(self.sampling_params) for _ in records]
+        cols["sampling_params"] = [sampling_params(r, self.sampling_params, every_key=True)
+                                   for r in records]
         if self.tokenize:
             cols["tokenized_prompt"] = cols["input_ids"]
         return cols
@@ -257,8 +259,12 @@ def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
             ``tokenizer`` encodes the prompt, adding only the special tokens the model's
             tokenizer adds that the template did not write), and the same ids as
             ``tokenized_prompt``, the column vLLM's stage reads.
-        sampling_params: Added to every record as ``sampling_params`` (vLLM's generate
-            stage needs one per row); None adds none.
+        sampling_params: Every record gets ``sampling_params`` (vLLM's generate stage
+            needs one per row): filled from the record as ``--format vllm`` fills them
+            (``max_tokens``, ``stop``, ``stop_token_ids``; ``max_tokens: 1`` and
+            ``prompt_logprobs: 0`` for scoring records), with the same keys on every row and
+            none null (``stop: []``); this dict's keys replace those one by one
+            (:func:`prompt_compiler.emit.formats.sampling_params`).
         batch_size, num_cpus: Passed to ``map_batches``.
         concurrency: The stage's actor pool: a size, or ``(min, max)``; by default from 1
             up to the cluster's CPUs.

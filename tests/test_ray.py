@@ -243,7 +243,9 @@ def test_compile_dataset_gives_the_cli_records(big: Path, local_out: Path, clust
                               model={"abbr": "lm", "type": "HuggingFaceCausalLM"},
                               sampling_params={"max_tokens": 16}, batch_size=400)
         got = sorted(out.take_all(), key=lambda r: r["index"])
-        assert [r["sampling_params"] for r in got[:2]] == [{"max_tokens": 16}] * 2
+        # filled from the record (no stop strings or ids here), the user's max_tokens over it
+        assert [r["sampling_params"] for r in got[:2]] == [
+            {"max_tokens": 16, "stop": [], "stop_token_ids": []}] * 2
         with (local_out / f"lm/{abbr}.jsonl").open() as fh:
             want = [json.loads(line) for k, line in enumerate(fh) if first <= k < first + 1500]
         # "row" is the row's id, which the CLI takes from the file (test_range shifts it)

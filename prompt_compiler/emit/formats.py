@@ -45,8 +45,7 @@ from ..errors import ConfigError, DataError, UnsupportedError
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "ROW_GROUP", "SCORING_MODES",
            "check_format", "convert_pair", "openai_batch_line", "parquet_table", "record_ids",
-           "request_model",
-           "vllm_line", "write_parquet"]
+           "request_model", "sampling_params", "vllm_line", "write_parquet"]
 
 FORMATS = ("records", "vllm", "openai-batch", "parquet")
 """The values of ``--format`` (``records``: the JSONL records, as without the flag)."""
@@ -101,6 +100,33 @@ def _stops(obj: Mapping[str, Any], max_out_len: int | None = None) -> dict[str, 
     return out
 
 
+def sampling_params(obj: Mapping[str, Any], user: Mapping[str, Any] | None = None, *,
+                    max_out_len: int | None = None, every_key: bool = False
+                    ) -> dict[str, Any]:
+    """The keyword arguments of vLLM's ``SamplingParams`` for one record object.
+
+    A scoring record (ppl, ll, clp, loss) gets ``{"max_tokens": 1, "prompt_logprobs": 0}``;
+    a generating one its ``max_tokens`` (``max_out_len``, else ``max_out_len`` given here),
+    ``stop`` and ``stop_token_ids``, where known. ``every_key`` writes ``stop`` and
+    ``stop_token_ids`` even when empty (``[]``), so that every row of a table has the same
+    keys and none is null (Ray Data turns a key missing from one row into a null, and
+    ``SamplingParams(stop_token_ids=None)`` differs from the record). ``user``'s keys then
+    replace those of the record one by one (``compile_dataset(sampling_params=...)``).
+    """
+    if obj.get("mode") in SCORING_MODES:
+        out: dict[str, Any] = {"max_tokens": 1, "prompt_logprobs": 0}
+        if every_key:
+            out.update(stop=[], stop_token_ids=[])
+    else:
+        out = _stops(obj, max_out_len)
+        if every_key:
+            out.setdefault("stop", [])
+            out.setdefault("stop_token_ids", [])
+    if user:
+        out.update(user)
+    return out
+
+
 def _is_messages(prompt: Any) -> bool:
     return isinstance(prompt, list) and all(
         isinstance(m, Mapping) and isinstance(m.get("role"), str) and "content" in m
@@ -128,10 +154,7 @@ def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
             "--format vllm takes a prompt text, token ids or OpenAI-style messages; this "
             f"record's prompt is {type(prompt).__name__} of another shape (an api_format "
             "request?)", hint="compile this model with --format records", **_where(obj))
-    if obj["mode"] in SCORING_MODES:
-        line["sampling_params"] = {"max_tokens": 1, "prompt_logprobs": 0}
-    else:
-        line["sampling_params"] = _stops(obj, max_out_len)
+    line["sampling_params"] = sampling_params(obj, max_out_len=max_out_len)
     return line
 
 

