@@ -18,7 +18,12 @@ from ..errors import ConfigError, PromptCompilerError
 from ..model.classes import check_renderer, find_class, resolve_renderer
 from ..template.prompt_template import require_template
 from ..values import find_problem, join_path
-from .known_keys import check_required_spelling, dataset_key_notes, model_key_notes
+from .known_keys import (
+    check_required_spelling,
+    close_key,
+    dataset_key_notes,
+    model_key_notes,
+)
 from .pyconfig import Unsupported
 from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef
 
@@ -123,8 +128,12 @@ def normalize_dataset(
     infer = entry["infer_cfg"]
     # A missing retriever is an error, from files and in the library (Compiler.job).
     if "inferencer" not in infer:
+        near = [k for k in infer if isinstance(k, str) and close_key(k, ["inferencer"])]
         raise ConfigError(
-            "infer_cfg has no 'inferencer'", key_path=f"{key_path}.infer_cfg.inferencer", **where
+            "infer_cfg has no 'inferencer'"
+            + (f" but has {near[0]!r}: a misspelling of 'inferencer'?" if near else ""),
+            key_path=f"{key_path}.infer_cfg.{near[0] if near else 'inferencer'}",
+            hint=f"rename {near[0]!r} to 'inferencer'" if near else None, **where,
         )
     try:
         require_template("ice_template" in infer, "prompt_template" in infer,
