@@ -76,18 +76,20 @@ def json_document(file: Path) -> Any:
             raise DataError(f"{file}: {describe_load_error(exc) or exc}") from None
 
 
-def csv_records(file: Path, *, width: int | None = None) -> Iterator[tuple[int, list[str]]]:
+def csv_records(file: Path, *, width: int | None = None,
+                dialect: type[csv.Dialect] | str = "excel") -> Iterator[tuple[int, list[str]]]:
     """``(line, fields)`` for each record of a CSV file (``line``: where the record ends).
 
     Args:
         file: The CSV file.
         width: The number of fields every record must have (the loader's ``assert``).
+        dialect: The ``csv`` dialect (the loaders' default, or tab-separated).
 
     Raises:
         DataError: Malformed CSV, or a record of another width (file and line named).
     """
     with _open(file) as fh:
-        reader = csv.reader(fh)
+        reader = csv.reader(fh, dialect)
         try:
             for fields in reader:
                 if width is not None and len(fields) != width:

@@ -1,7 +1,8 @@
-"""Loaders of JSON Lines files: GSM8K, HumanEval, ARC, MBPP and sanitized MBPP."""
+"""Loaders of JSON Lines files: GSM8K, HumanEval, ARC, AIME 2024, MBPP, sanitized MBPP."""
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,21 @@ def _arc(files: list[Path], path: str, name: str) -> Splits:
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"{file}: row {n}: not an ARC question ({type(exc).__name__}: "
                             f"{exc})") from None
+    return from_list(rows, str(file))
+
+
+def _aime2024(files: list[Path], path: str, **kwargs: Any) -> Splits:
+    """``Aime2024Dataset``: each row as it is, plus ``question`` (``origin_prompt``) and
+    ``answer`` (``gold_answer``)."""
+    (file,) = files
+    rows: list[Row] = []
+    for n, row in enumerate(json_lines(file)):
+        try:
+            row["question"] = copy.copy(row["origin_prompt"])
+            row["answer"] = row["gold_answer"]
+        except KeyError as exc:
+            raise DataError(f"{file}: row {n}: an AIME row needs {exc}") from None
+        rows.append(row)
     return from_list(rows, str(file))
 
 
@@ -105,6 +121,7 @@ READERS = (
     NativeReader("GSM8KDataset", _gsm8k, ("train.jsonl", "test.jsonl")),
     NativeReader("HumanevalDataset", _humaneval, local_mode=None),
     NativeReader("ARCDataset", _arc),
+    NativeReader("Aime2024Dataset", _aime2024),
     NativeReader("MBPPDataset", _mbpp, local_mode=None),
     NativeReader("SanitizedMBPPDataset", _sanitized_mbpp),
 )

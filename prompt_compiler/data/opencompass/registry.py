@@ -81,10 +81,10 @@ class NativeReader:
 
 def native_readers() -> dict[str, NativeReader]:
     """Every native reader by class name (each family module lists its own)."""
-    from . import exams, jsonsets, lines
+    from . import choices, exams, jsonsets, lines, qa
 
     found: dict[str, NativeReader] = {}
-    for family in (exams, lines, jsonsets):
+    for family in (exams, lines, jsonsets, choices, qa):
         readers: Sequence[NativeReader] = family.READERS
         for reader in readers:
             if reader.name in found:
