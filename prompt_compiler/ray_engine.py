@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from ._version import install_hint
 from .emit.blockfile import write_blocks
 from .emit.shards import (
     Shard,
@@ -63,7 +64,7 @@ def require_ray(what: str = "the Ray engine") -> Any:
         import ray.data  # noqa: F401
     except ImportError:
         raise ConfigError(f"{what} needs the 'ray' package (Ray Data)",
-                          hint="install the extra: pip install 'prompt-compiler[ray]'") from None
+                          hint="install the extra: " + install_hint("ray")) from None
     return ray
 
 

@@ -27,6 +27,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from ._version import install_hint
 from .errors import ConfigError, OutputError
 
 __all__ = ["SCHEME", "create_if_absent", "filesystem", "join", "local_copy", "object_uri",
@@ -92,7 +93,7 @@ def filesystem() -> Any:
         from pyarrow import fs
     except ImportError:
         raise ConfigError("s3:// paths need the 'pyarrow' package",
-                          hint="pip install 'prompt-compiler[parquet]'") from None
+                          hint=install_hint("parquet")) from None
     kwargs: dict[str, Any] = {}
     url = endpoint()
     if url:

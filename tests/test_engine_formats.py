@@ -373,7 +373,7 @@ def test_parquet_without_pyarrow_is_one_clear_error(tmp_path: Path,
     suite = pc.load(_suite(tmp_path, "suite.yaml"))
     with pytest.raises(pc.UnsupportedError, match=r"needs the 'pyarrow' package") as info:
         pc.compile_to_dir(suite, tmp_path / "o", format="parquet")
-    assert "prompt-compiler[parquet]" in str(info.value)
+    assert "compile-prompts[parquet]" in str(info.value)
     assert not (tmp_path / "o").exists()
 
 

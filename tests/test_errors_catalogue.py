@@ -320,7 +320,7 @@ def test_embedding_retriever_without_the_extra(monkeypatch):
     err = fails(ds, expected=UnsupportedError)
     assert "need the 'sentence-transformers' package" in located(
         err, key_path="infer_cfg.retriever")
-    assert err.hint == "pip install 'prompt-compiler[embed]'"
+    assert err.hint == "pip install 'compile-prompts[embed]'"
     embed_retrieve.load_embedder.cache_clear()
 
 

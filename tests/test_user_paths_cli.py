@@ -225,7 +225,7 @@ def test_bench_tokenize_without_the_tokenizers_extra(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert proc.stderr == (
-        "bench_tokenize: needs the tokenizers package: pip install 'prompt-compiler[tokenizers]' "
+        "bench_tokenize: needs the tokenizers package: pip install 'compile-prompts[tokenizers]' "
         "(or give --tokenizer tiktoken:NAME with the tiktoken extra)\n")
 
 

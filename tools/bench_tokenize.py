@@ -165,7 +165,7 @@ def _require_tokenizers(needed: bool) -> None:
         import tokenizers  # noqa: F401
     except ImportError:
         raise SystemExit("bench_tokenize: needs the tokenizers package: "
-                         "pip install 'prompt-compiler[tokenizers]' (or give --tokenizer "
+                         "pip install 'compile-prompts[tokenizers]' (or give --tokenizer "
                          "tiktoken:NAME with the tiktoken extra)") from None
 
 

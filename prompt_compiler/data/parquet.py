@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import limits
+from .._version import install_hint
 from ..errors import DataError, LimitError
 from ..values import check_row
 from .rows import LazyRows, Row
@@ -43,7 +44,7 @@ def require_pyarrow(what: str) -> Any:
         import pyarrow.parquet as pq
     except ImportError:
         raise DataError(f"{what}: reading Parquet needs the 'pyarrow' package",
-                        hint="install the extra: pip install 'prompt-compiler[parquet]'") from None
+                        hint="install the extra: " + install_hint("parquet")) from None
     return pq
 
 

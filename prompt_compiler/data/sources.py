@@ -6,7 +6,7 @@ Rows of a dataset are looked up in this order:
    (``{split: [row, ...]}``), as in the conformance case format;
 2. ``path`` (or ``data_files``) read by a built-in reader: JSONL, JSON (a list of objects,
    or ``{split: [...]}``), CSV, or a Hugging Face dataset saved with ``save_to_disk``
-   (needs the ``prompt-compiler[hf]`` extra). The reader is the dataset's ``type``
+   (needs the ``compile-prompts[hf]`` extra). The reader is the dataset's ``type``
    (``jsonl``, ``json``, ``csv``, ``hf_disk``; OpenCompass's ``JsonlDataset`` and
    ``CustomDataset`` too) or, without a type, the file suffix. A relative path is tried
    against the config file's folder, then the working directory. Any other ``type`` (an
@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from .. import limits
+from .._version import install_hint
 from ..config.records import DatasetConfig
 from ..errors import DataError, LimitError, PromptCompilerError
 from ..values import check_row, describe_load_error
@@ -754,7 +755,7 @@ def read_hf_disk(path: Path) -> list[Row] | dict[str, list[Row]]:
     """A Hugging Face ``Dataset`` (rows) or ``DatasetDict`` (splits) saved with save_to_disk.
 
     Raises:
-        DataError: The ``datasets`` package (extra ``prompt-compiler[hf]``) is missing, or
+        DataError: The ``datasets`` package (extra ``compile-prompts[hf]``) is missing, or
             the folder is not a saved dataset.
     """
     try:
@@ -762,7 +763,7 @@ def read_hf_disk(path: Path) -> list[Row] | dict[str, list[Row]]:
     except ImportError:
         raise DataError(
             f"{path}: reading a saved Hugging Face dataset needs the 'datasets' package",
-            hint="install the extra: pip install 'prompt-compiler[hf]'",
+            hint="install the extra: " + install_hint("hf"),
         ) from None
     try:
         loaded = datasets.load_from_disk(str(path))

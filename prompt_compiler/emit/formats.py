@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from .._version import install_hint
 from ..errors import ConfigError, DataError, UnsupportedError
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "ROW_GROUP", "SCORING_MODES",
@@ -202,7 +203,7 @@ def _pyarrow() -> Any:
         import pyarrow.parquet
     except ImportError:
         raise UnsupportedError("--format parquet needs the 'pyarrow' package, which is not "
-                               "installed", hint="pip install 'prompt-compiler[parquet]'"
+                               "installed", hint=install_hint("parquet")
                                ) from None
     return pyarrow
 

