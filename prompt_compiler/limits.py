@@ -50,6 +50,8 @@ class Limits:
     """CPU seconds a Python config may run while it loads (its bases included)."""
     config_bytes: int = 1024 * 1024 * 1024
     """Bytes of memory a Python config may take while it loads (Linux: address space)."""
+    opencompass_seconds: int = 900
+    """Seconds OpenCompass's own loader may run in its interpreter (``--opencompass-python``)."""
 
 
 _DEFAULTS: Final = Limits()

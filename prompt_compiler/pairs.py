@@ -74,10 +74,15 @@ class CompileSettings:
     shard_rows: int | None = None
     """Each pair's records as ``part-NNNNN`` files of this many (``--shard-rows``;
     :mod:`prompt_compiler.emit.shards`); None: one file per pair."""
+    opencompass_python: Path | None = None
+    """The interpreter that runs OpenCompass's own loader for a class with no native reader
+    (``--opencompass-python``; None: the ``PROMPT_COMPILER_OPENCOMPASS_PYTHON`` variable)."""
 
     def __post_init__(self) -> None:
         if self.data_dir is not None and not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir))
+        if self.opencompass_python is not None and not isinstance(self.opencompass_python, Path):
+            object.__setattr__(self, "opencompass_python", Path(self.opencompass_python))
 
     def compiler(self) -> Compiler:
         """A compiler in this mode."""
@@ -188,7 +193,7 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
         if settings.strict or (compat and note.reference is not None):
             raise at_origin(note)
         warnings.warn(PromptCompilerWarning(str(at_origin(note))), stacklevel=3)
-    dataset = attach_rows(pair.dataset, settings.data_dir)
+    dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
                                      pair.options, lean=lean)
     eager = isinstance(job.rows.test, (list, tuple))
@@ -220,7 +225,7 @@ def prepare(pair: Pair, settings: CompileSettings, compiler: Compiler | None = N
 
     compiler = compiler or settings.compiler()
     with peeking():  # rows from a pipe are left for the worker
-        dataset = attach_rows(pair.dataset, settings.data_dir)
+        dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
                                      pair.options, lean=True)
     if settings.spans or not plannable(job, kind, params):

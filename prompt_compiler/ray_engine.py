@@ -236,7 +236,8 @@ def _worker_job(pair: Any, settings: CompileSettings
     if found is None:
         from .data.sources import attach_rows
 
-        dataset = attach_rows(pair.dataset, settings.data_dir)
+        dataset = attach_rows(pair.dataset, settings.data_dir,
+                                  settings.opencompass_python)
         job, kind, params = settings.compiler().job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
         if len(_JOBS) > 8:
@@ -363,7 +364,8 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
     compiler = settings.compiler()
     try:
         with peeking():
-            dataset = attach_rows(pair.dataset, settings.data_dir)
+            dataset = attach_rows(pair.dataset, settings.data_dir,
+                                  settings.opencompass_python)
         job, kind, params = compiler.job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
     except (PromptCompilerError, NotPeekable):

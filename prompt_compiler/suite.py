@@ -287,7 +287,8 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
 def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "default",
             only: Globs = (), models: Globs = (), limit: int | None = None,
             strict: bool = False, spans: bool = False, fewshot: str | None = None,
-            tokenize: bool = False) -> Iterator[Record]:
+            tokenize: bool = False, opencompass_python: PathArg | None = None,
+            ) -> Iterator[Record]:
     """Every record of every pair, in a stable order (``record.prompt`` is the model input).
 
     Args:
@@ -301,9 +302,12 @@ def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "defau
         fewshot: ``"multiturn"`` or ``"inline"`` for every dataset (``--fewshot``).
         tokenize: Every record gets ``input_ids`` (each model needs its ``tokenizer``; see
             :func:`tokenized`; ``--tokenize``).
+        opencompass_python: The interpreter that runs OpenCompass's own loader for a class
+            with no native reader (``--opencompass-python``; docs/opencompass-users.md).
     """
     settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
-                               limit=limit, fewshot=fewshot, tokenize=tokenize)
+                               limit=limit, fewshot=fewshot, tokenize=tokenize,
+                               opencompass_python=_path(opencompass_python))
     compiler = settings.compiler()
     for pair in apply_settings(suite, settings).pairs(only, models):
         yield from pair_records(pair, settings, compiler=compiler)
@@ -367,7 +371,9 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    fewshot: str | None = None, format: str = "records",
                    batch_lines: int | None = None, batch_bytes: int | None = None,
                    engine: str = "local", ray_address: str | None = None,
-                   shard_rows: int | None = None) -> dict[str, Any]:
+                   shard_rows: int | None = None,
+
+                   opencompass_python: PathArg | None = None) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
@@ -411,7 +417,9 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
 
     settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
                                jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize,
-                               shard_rows=check_shard_rows(shard_rows))
+                               shard_rows=check_shard_rows(shard_rows),
+
+                               opencompass_python=_path(opencompass_python))
     data_dir = settings.data_dir
     suite = apply_settings(suite, settings)
     pairs = suite.pairs(only, models)
@@ -460,7 +468,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         from .model.spec import manifest_models
 
         manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
-                                  inputs=input_files(suite, pairs, data_dir), outputs=outputs,
+                                  inputs=input_files(suite, pairs, data_dir,
+                                                     settings.opencompass_python), outputs=outputs,
                                   arguments=arguments, models=manifest_models(
                                       {p.model.abbr: p.model for p in pairs}.values(), mode))
         if writer is not None:
@@ -505,7 +514,8 @@ def _compile_shards(pairs: Sequence[Pair], writer: Any, outputs: dict[str, dict[
             pair.dataset.abbr, pair.model.abbr, shards, plans[pair.out_name])
 
 
-def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> list[Path]:
+def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None,
+                opencompass_python: Path | None = None) -> list[Path]:
     """Every file that shaped the output: the configs given or found, the configs they
     pull in (``read_base()``/``_base_``), the data files, and model/chat template files."""
     from .config.bases import base_files
@@ -518,7 +528,7 @@ def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None) -> l
             files.update(dict.fromkeys(base_files(cfg.path, cfg.opencompass_root)))
     datasets = {p.dataset.abbr: p.dataset for p in pairs}
     for dataset in datasets.values():
-        files.update(dict.fromkeys(row_files(dataset, data_dir)))
+        files.update(dict.fromkeys(row_files(dataset, data_dir, opencompass_python)))
     for model in {p.model.abbr: p.model for p in pairs}.values():
         files.update(dict.fromkeys(Path(f) for f in model.files))
     return list(files)

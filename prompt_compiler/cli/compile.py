@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
                    "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
     p.add_argument("--data-dir", type=Path,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
+    p.add_argument("--opencompass-python", type=Path, metavar="PATH",
+                   help="the python of a venv with OpenCompass installed: runs the loader of a "
+                        "dataset class with no native reader, rows cached (default: "
+                        "$PROMPT_COMPILER_OPENCOMPASS_PYTHON)")
     p.add_argument("-o", "--out", type=Path,
                    help="output folder (default: ./out), or s3://bucket/prefix (with "
                         "--shard-rows)")
@@ -249,7 +253,8 @@ def _run(args: argparse.Namespace) -> int:
         settings = CompileSettings(
             data_dir=Path(args.data_dir) if args.data_dir is not None else None, mode=mode,
             spans=args.spans, strict=args.strict, jobs=args.jobs, limit=args.limit,
-            fewshot=args.fewshot, tokenize=args.tokenize)
+            fewshot=args.fewshot, tokenize=args.tokenize,
+            opencompass_python=args.opencompass_python)
         loaded = S.apply_settings(S.load(args.paths, models=args.model,
                                          opencompass_configs=args.opencompass_configs),
                                   settings)
@@ -279,13 +284,15 @@ def _run(args: argparse.Namespace) -> int:
                                     models=args.models, strict=args.strict,
                                     arguments=_arguments(args), format=args.format,
                                     engine=args.engine, ray_address=args.ray_address,
-                                    shard_rows=args.shard_rows)
+                                    shard_rows=args.shard_rows,
+                                    opencompass_python=args.opencompass_python)
         if args.check:
             from ..inspection.lint import lint_suite
 
             with quiet_warnings():
                 findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only,
-                                      models=args.models)
+                                      models=args.models,
+                                      opencompass_python=args.opencompass_python)
             progress.done()
             level = "error" if args.strict else "warning"  # --strict: every warning fails
             for finding in findings:

@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                    "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
     p.add_argument("--data-dir", type=Path,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
+    p.add_argument("--opencompass-python", type=Path, metavar="PATH",
+                   help="as for compiling: runs OpenCompass's loader of a class with no native "
+                        "reader")
     p.add_argument("--mode", choices=("default", "compat"), default="default")
     p.add_argument("--only", action="append", default=[], metavar="ABBR_GLOB",
                    help="lint only datasets whose abbr matches (repeatable)")
@@ -60,7 +63,8 @@ def run(argv: list[str]) -> int:
             loaded = dataclasses.replace(loaded, options={"fewshot": args.fewshot})
         with quiet_warnings():
             findings = lint_suite(loaded, data_dir=args.data_dir, only=args.only,
-                                  mode="opencompass" if args.mode == "compat" else "default")
+                                  mode="opencompass" if args.mode == "compat" else "default",
+                                  opencompass_python=args.opencompass_python)
     except PromptCompilerError as err:
         print(f"compile-prompts: error: {err}", file=sys.stderr)
         return 1

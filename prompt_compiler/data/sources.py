@@ -12,7 +12,10 @@ Rows of a dataset are looked up in this order:
    against the config file's folder, then the working directory. Any other ``type`` (an
    OpenCompass loader class such as ``GSM8KDataset``) skips this step;
 3. ``data_dir``: ``DIR/<abbr>/<split>.jsonl`` (one file per split) or ``DIR/<abbr>.jsonl``
-   (one split used as both).
+   (one split used as both);
+4. an OpenCompass loader class: the rows its ``load()`` returns from OpenCompass's data
+   folder, by a native reader or by OpenCompass's own loader in another interpreter
+   (:mod:`prompt_compiler.data.opencompass`).
 
 Row key order is kept. Every error names the file, and the line or row when it is about one.
 """
@@ -90,8 +93,12 @@ class LoadedRows:
         return {"splits": self.splits}
 
 
-def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> LoadedRows:
+def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
+                opencompass_python: str | os.PathLike[str] | None = None) -> LoadedRows:
     """Find and read the rows of ``dataset`` (see the module docstring for the order).
+
+    ``opencompass_python``: the interpreter that runs an OpenCompass loader class's own
+    ``load()`` (:mod:`prompt_compiler.data.opencompass.bridge`; else its environment variable).
 
     Raises:
         DataError: No rows were found (the message lists every path tried), or a file is
@@ -115,7 +122,7 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None) -> LoadedR
             from .opencompass import loader_rows
 
             return loader_rows(
-                str(loader), spec,
+                str(loader), spec, opencompass_python,
                 elsewhere="; --data-dir tried: " + ", ".join(tried) if tried else "",
                 hint="" if data_dir is not None else
                 f"; or pass --data-dir DIR holding DIR/{dataset.abbr}/<split>.jsonl")
@@ -142,9 +149,10 @@ def _is_loader_class(loader: Any) -> bool:
     return isinstance(loader, str) and bool(loader) and loader not in BUILTIN_READERS
 
 
-def attach_rows(dataset: DatasetConfig, data_dir: Path | None = None) -> DatasetConfig:
+def attach_rows(dataset: DatasetConfig, data_dir: Path | None = None,
+                opencompass_python: str | os.PathLike[str] | None = None) -> DatasetConfig:
     """A copy of ``dataset`` whose spec carries its rows inline (``rows`` or ``splits``)."""
-    rows = load_splits(dataset, data_dir)
+    rows = load_splits(dataset, data_dir, opencompass_python)
     spec = {k: v for k, v in dataset.spec.items() if k not in ("rows", "splits")}
     spec.update(rows.case_fields())
     return replace(dataset, spec=spec)
@@ -774,10 +782,12 @@ def read_hf_disk(path: Path) -> list[Row] | dict[str, list[Row]]:
     return list(loaded.to_list())
 
 
-def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path]:
+def row_files(dataset: DatasetConfig, data_dir: Path | None = None,
+              opencompass_python: str | os.PathLike[str] | None = None) -> list[Path]:
     """The files :func:`load_splits` reads for ``dataset`` (for the manifest), without
     reading them: its ``path``/``data_files`` (every file of a folder), else its files in
-    ``data_dir``; none for inline rows or rows that are not found."""
+    ``data_dir``, else those OpenCompass's loader read (its cache entry); none for inline
+    rows or rows that are not found."""
     spec = dataset.spec
     if "rows" in spec or "splits" in spec:
         return []
@@ -811,7 +821,7 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None) -> list[Path
     if _is_loader_class(loader):
         from .opencompass import loader_files
 
-        return loader_files(str(loader), spec)
+        return loader_files(str(loader), spec, opencompass_python)
     return []
 
 

@@ -366,8 +366,12 @@ def _becomes(tokenizer: Any, token: str, text: str) -> str:
 
 
 def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default",
-               only: Iterable[str] = (), models: Iterable[str] = ()) -> list[Finding]:
+               only: Iterable[str] = (), models: Iterable[str] = (),
+               opencompass_python: Path | None = None) -> list[Finding]:
     """Lint every dataset of a loaded :class:`~prompt_compiler.suite.Suite` against its models.
+
+    ``opencompass_python``: runs the loader of a class with no native reader
+    (``--opencompass-python``).
 
     Raises:
         PromptCompilerError: A config does not compile at all (the same error as compiling).
@@ -390,7 +394,7 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
             continue
         where = {"config_path": dataset.config_path, "dataset": dataset.abbr}
         try:
-            spec = attach_rows(dataset, data_dir).spec
+            spec = attach_rows(dataset, data_dir, opencompass_python).spec
             findings += _DatasetLint(dataset, spec, paired.get(dataset.abbr, []),
                                      options.get(dataset.abbr, dict(suite.options)), compiler).run()
         except PromptCompilerError as err:

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ...config.records import CUSTOM_KEY, DERIVED_ABBR_KEY
 from ...errors import ConfigError, PromptCompilerError
 from ..sources import LoadedRows
 from .paths import resolve
@@ -26,6 +27,8 @@ NOT_LOAD_KEYS = frozenset({
     "type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "k", "n",
     # this project's own dataset keys (docs/chat_templates.md, fewshot)
     "fewshot", "assistant_prefix", "tools", "documents",
+    # keys the config loader adds (an abbr derived from the path, a path-only dataset)
+    DERIVED_ABBR_KEY, CUSTOM_KEY,
 })
 """Dataset keys that OpenCompass does not pass to ``load`` (``BaseDataset`` takes
 ``abbr``, ``reader_cfg``, ``k``, ``n``; the runner drops ``infer_cfg`` and ``eval_cfg``)."""
@@ -58,10 +61,12 @@ def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "
     return resolve(path, local_mode=local_mode, elsewhere=elsewhere, hint=hint).path
 
 
-def loader_rows(type_name: str, spec: Mapping[str, Any], settings: Any = None, *,
+def loader_rows(type_name: str, spec: Mapping[str, Any], opencompass_python: Any = None, *,
                 elsewhere: str = "", hint: str = "") -> LoadedRows:
     """The rows of a dataset of OpenCompass loader class ``type_name`` (``elsewhere``,
-    ``hint``: added to a missing-data error, see :func:`.paths.resolve`).
+    ``hint``: added to a missing-data error, see :func:`.paths.resolve`;
+    ``opencompass_python``: the interpreter of :mod:`.bridge`, for a class with no native
+    reader).
 
     Raises:
         DataError: The data is not where OpenCompass would read it (the message names the
@@ -74,10 +79,7 @@ def loader_rows(type_name: str, spec: Mapping[str, Any], settings: Any = None, *
     if reader is None:
         from .bridge import load_with_opencompass
 
-        found = load_with_opencompass(type_name, kwargs, Path.cwd(), settings)
-        if isinstance(found, Mapping):
-            return LoadedRows(None, dict(found), f"{type_name} (OpenCompass)")
-        return LoadedRows(found, None, f"{type_name} (OpenCompass)")
+        return load_with_opencompass(type_name, kwargs, opencompass_python)
     arguments = reader.arguments(kwargs)
     root = _root(reader, arguments, elsewhere, hint)
     rows = reader.load(root, arguments)
@@ -86,12 +88,15 @@ def loader_rows(type_name: str, spec: Mapping[str, Any], settings: Any = None, *
     return LoadedRows(rows, None, str(root))
 
 
-def loader_files(type_name: str, spec: Mapping[str, Any]) -> list[Path]:
-    """The files a native reader reads for this dataset (for the manifest): none when the
-    class has no native reader or its data is not found."""
+def loader_files(type_name: str, spec: Mapping[str, Any],
+                 opencompass_python: Any = None) -> list[Path]:
+    """The files a native reader reads for this dataset (for the manifest), or those
+    OpenCompass's own loader read (:mod:`.bridge`'s cache); none when its data is not found."""
     reader = native_reader(type_name)
     if reader is None:
-        return []
+        from .bridge import files_read
+
+        return files_read(type_name, load_kwargs(spec), opencompass_python)
     try:
         arguments = reader.arguments(load_kwargs(spec))
         files = reader.data_files(_root(reader, arguments), arguments)

@@ -1,0 +1,181 @@
+"""The script the OpenCompass interpreter runs for the bridge (``bridge.py``).
+
+It is passed by path to the interpreter named by ``--opencompass-python`` and never imported by
+prompt_compiler (it imports OpenCompass, which this project never does). It reads one request
+(a JSON file: the loader class's name and its keyword arguments), calls the class's
+``load(**kwargs)`` as OpenCompass's ``BaseDataset`` does, and writes into the folder it is given:
+
+- ``<n>.parquet`` per split (the class's own Arrow table: column order and types as it built
+  them; a ``Dataset`` is one split, a ``DatasetDict`` one file per split in its order);
+- ``result.json``: the split names (or none for a ``Dataset``), the files and folders the
+  loader read (from the interpreter's audit events), OpenCompass's version.
+
+Only the one module that defines the class is imported: ``opencompass.datasets`` is given a
+stub package so that its ``__init__.py`` (which imports every loader and takes tens of seconds)
+does not run; a module that needs the real package gets it on a second try. Nothing is
+downloaded: OpenCompass's ``download_dataset`` is replaced by an error naming the path it was
+asked for, and the Hugging Face libraries run offline. Failures print one line to stderr
+(the last line is what the bridge shows) and exit 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import sys
+import types
+from collections.abc import Iterable
+from typing import Any
+
+
+class BridgeFailure(Exception):
+    """A failure reported to the bridge as one line."""
+
+
+def _find_module(datasets_dir: str, name: str) -> str:
+    """The dotted name of the module under ``opencompass/datasets`` defining class ``name``."""
+    pattern = re.compile(r"^class\s+" + re.escape(name) + r"\s*[(:]", re.MULTILINE)
+    found: list[str] = []
+    for root, dirs, files in os.walk(datasets_dir):
+        dirs.sort()
+        for file in sorted(files):
+            if not file.endswith(".py"):
+                continue
+            path = os.path.join(root, file)
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                if pattern.search(handle.read()):
+                    found.append(path)
+    if not found:
+        raise BridgeFailure(f"{name} is not a class of OpenCompass's opencompass.datasets")
+    rel = os.path.relpath(found[0], datasets_dir)[: -len(".py")]
+    parts = [p for p in rel.split(os.sep) if p != "__init__"]
+    return ".".join(["opencompass.datasets", *parts])
+
+
+def _load_class(name: str) -> tuple[Any, str]:
+    import opencompass  # type: ignore[import-not-found]
+
+    datasets_dir = os.path.join(os.path.dirname(opencompass.__file__), "datasets")
+    module_name = _find_module(datasets_dir, name)
+    stub = types.ModuleType("opencompass.datasets")
+    stub.__path__ = [datasets_dir]
+    stub.__package__ = "opencompass.datasets"
+    sys.modules["opencompass.datasets"] = stub
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        # the module wants names of the real package: import it whole
+        for key in [k for k in sys.modules if k.startswith("opencompass.datasets")]:
+            del sys.modules[key]
+        module = importlib.import_module(module_name)
+    cls = getattr(module, name, None)
+    if cls is None or not hasattr(cls, "load"):
+        raise BridgeFailure(f"{module_name} has no loader class {name}")
+    return cls, opencompass.__version__
+
+
+def _no_download(local_path: str, cache_dir: object = None, *args: object, **kwargs: object,
+                 ) -> None:
+    raise BridgeFailure(
+        f"data not found at {local_path}; OpenCompass would download it there "
+        "(prompt_compiler never downloads: fetch it with OpenCompass or unpack its data zip)"
+    )
+
+
+class _Reads:
+    """Files opened for reading and folders listed while the loader runs (audit events)."""
+
+    def __init__(self, skip: Iterable[str]) -> None:
+        self.files: dict[str, None] = {}
+        self.dirs: dict[str, None] = {}
+        self.on = False
+        self.skip = tuple(skip)
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.on:
+            return
+        if event == "open":
+            path, mode = args[0], args[1]
+            if not isinstance(path, (str, bytes)) or isinstance(path, bytes):
+                return
+            if mode is not None and isinstance(mode, str) and any(c in mode for c in "wax+"):
+                return
+            if isinstance(mode, int) and mode & (os.O_WRONLY | os.O_RDWR):
+                return
+            self._note(path, self.files)
+        elif event in ("os.listdir", "os.scandir", "glob.glob"):
+            path = args[0] if args else "."
+            if isinstance(path, str):
+                self._note(path, self.dirs)
+
+    def _note(self, path: str, into: dict[str, None]) -> None:
+        full = os.path.abspath(path)
+        if full.startswith(self.skip) or full.endswith((".py", ".pyc", ".so")):
+            return
+        into.setdefault(full, None)
+
+
+def _write(dataset: Any, out_dir: str) -> list[str] | None:
+    from datasets import Dataset, DatasetDict
+
+    if isinstance(dataset, Dataset):
+        dataset.to_parquet(os.path.join(out_dir, "0.parquet"))
+        return None
+    if isinstance(dataset, (DatasetDict, dict)):
+        names = []
+        for number, (split, part) in enumerate(dataset.items()):
+            if not isinstance(part, Dataset):
+                raise BridgeFailure(
+                    f"load() returned split {split!r} as {type(part).__name__}, not a Dataset")
+            part.to_parquet(os.path.join(out_dir, f"{number}.parquet"))
+            names.append(str(split))
+        return names
+    raise BridgeFailure(
+        f"load() returned {type(dataset).__name__}, not a datasets.Dataset or DatasetDict")
+
+
+def main(request_path: str, out_dir: str) -> None:
+    with open(request_path, encoding="utf-8") as handle:
+        request = json.load(handle)
+    skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, out_dir,
+            os.environ.get("HF_DATASETS_CACHE", out_dir)}
+    reads = _Reads(os.path.realpath(p) for p in skip if p)
+    sys.addaudithook(reads)
+    cls, version = _load_class(request["class"])
+    import opencompass.utils.datasets as oc_datasets  # type: ignore[import-not-found]
+
+    oc_datasets.download_dataset = _no_download
+    reads.on = True
+    try:
+        dataset = cls.load(**request["kwargs"])
+    finally:
+        reads.on = False
+    splits = _write(dataset, out_dir)
+    result = {
+        "opencompass": version,
+        "splits": splits,
+        "files": sorted(p for p in reads.files if os.path.isfile(p)),
+        "dirs": sorted(p for p in reads.dirs if os.path.isdir(p)),
+    }
+    with open(os.path.join(out_dir, "result.json"), "w", encoding="utf-8") as handle:
+        json.dump(result, handle)
+
+
+if __name__ == "__main__":
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        main(sys.argv[1], sys.argv[2])
+    except BridgeFailure as err:
+        print(err, file=sys.stderr)
+        sys.exit(1)
+    except BaseException as err:  # noqa: BLE001 - one line for the bridge, whatever it is
+        where = ""
+        tb = err.__traceback__
+        while tb is not None:
+            where = f" ({os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno})"
+            tb = tb.tb_next
+        print(f"{type(err).__name__}: {err}{where}".replace("\n", " "), file=sys.stderr)
+        sys.exit(1)
