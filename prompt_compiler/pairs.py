@@ -71,6 +71,8 @@ class CompileSettings:
     """``multiturn`` or ``inline`` for every dataset (``--fewshot``; in the pairs' options)."""
     tokenize: bool = False
     """Records carry ``input_ids`` (``--tokenize``; on every model)."""
+    tokenizer: str | None = None
+    """Every model's ``tokenizer`` (``--tokenizer``, for the models given by ``--model``)."""
     shard_rows: int | None = None
     """Each pair's records as ``part-NNNNN`` files of this many (``--shard-rows``;
     :mod:`prompt_compiler.emit.shards`); None: one file per pair."""

@@ -36,7 +36,7 @@ from .errors import ConfigError, OutputError, PromptCompilerError
 from .pairs import CompileSettings, Counts, Pair, at_origin, pair_lines, pair_records
 
 __all__ = ["CompileSettings", "Pair", "Suite", "apply_settings", "compile", "compile_to_dir",
-           "load", "model_from_name", "tokenized", "with_options"]
+           "load", "model_from_name", "tokenized", "with_options", "with_tokenizer"]
 
 Globs = str | Sequence[str]
 """One abbr glob or several (``"gsm8k*"`` or ``["gsm8k*", "math"]``)."""
@@ -318,6 +318,8 @@ def apply_settings(suite: Suite, settings: CompileSettings) -> Suite:
     ``--limit`` and ``--fewshot`` in their options (:func:`compile` and
     :func:`compile_to_dir` apply them; a caller that lists the pairs first applies them
     itself)."""
+    if settings.tokenizer is not None:
+        suite = with_tokenizer(suite, settings.tokenizer)
     if settings.tokenize:
         suite = tokenized(suite)
     return with_options(suite, limit=settings.limit, fewshot=settings.fewshot)
@@ -353,13 +355,52 @@ def tokenized(suite: Suite) -> Suite:
             models.append(m)
             continue
         if m.spec.get("tokenizer") is None:
-            raise ConfigError(
-                f"--tokenize needs every model's tokenizer, and model {m.abbr!r} has none: set "
-                f"{m.key_path}.tokenizer to a tokenizer.json, its folder or its "
-                "tokenizer_config.json", config_path=m.config_path,
-                key_path=f"{m.key_path}.tokenizer", model=m.abbr,
-                hint="or leave that model out with --models")
+            raise _no_tokenizer(m)
         models.append(replace(m, spec={**m.spec, "tokenize": True}))
+    return replace(suite, models=tuple(models))
+
+
+def _no_tokenizer(m: ModelConfig) -> ConfigError:
+    """``--tokenize`` and a model without a tokenizer: where its class's ``tokenizer_path`` /
+    ``path`` was looked for, or which key (or flag) gives one."""
+    from .model.hub import FETCH_HINT, missing_tokenizer
+
+    head = f"--tokenize needs every model's tokenizer, and model {m.abbr!r} has none"
+    missing = missing_tokenizer(m.spec)
+    if missing is not None:
+        return ConfigError(f"{head}: {missing[1]}", config_path=m.config_path,
+                           key_path=f"{m.key_path}.{missing[0]}", model=m.abbr,
+                           hint=FETCH_HINT)
+    if m.key_path == "meta_template":  # a model template (--model NAME): no key to set
+        return ConfigError(f"{head} (a model template names no tokenizer)",
+                           config_path=m.config_path, model=m.abbr,
+                           hint="give --tokenizer PATH (a tokenizer.json, its folder or its "
+                                "tokenizer_config.json)")
+    return ConfigError(
+        f"{head}: set {m.key_path}.tokenizer to a tokenizer.json, its folder or its "
+        "tokenizer_config.json", config_path=m.config_path,
+        key_path=f"{m.key_path}.tokenizer", model=m.abbr,
+        hint="or leave that model out with --models")
+
+
+def with_tokenizer(suite: Suite, tokenizer: str) -> Suite:
+    """The suite with ``tokenizer`` on every model (``--tokenizer`` for the models given by
+    ``--model``): a path relative to the working directory, or a counter or tiktoken name.
+
+    Raises:
+        ConfigError: A model does not take it (e.g. an API model and ``--tokenize``).
+    """
+    from dataclasses import replace
+
+    from .config.normalize import check_model_tokenizer
+
+    models = []
+    for m in suite.models:
+        if getattr(m, "error", None) is not None:
+            models.append(m)
+            continue
+        spec, files = check_model_tokenizer(m, tokenizer)
+        models.append(replace(m, spec=spec, files=files))
     return replace(suite, models=tuple(models))
 
 
@@ -471,7 +512,9 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                                   inputs=input_files(suite, pairs, data_dir,
                                                      settings.opencompass_python), outputs=outputs,
                                   arguments=arguments, models=manifest_models(
-                                      {p.model.abbr: p.model for p in pairs}.values(), mode))
+                                      {p.model.abbr: p.model for p in pairs}.values(), mode),
+                                  environment={name: digest for cfg in suite.configs
+                                               for name, digest in cfg.environment})
         if writer is not None:
             writer.write_json(MANIFEST, manifest)
             writer.commit()

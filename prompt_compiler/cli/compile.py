@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenize", action="store_true",
                    help="give every record input_ids, the token ids the model is fed (every "
                         "model needs its tokenizer; docs/tokenizers.md)")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="the tokenizer of the models given by --model (a tokenizer.json, its "
+                        "folder or its tokenizer_config.json, or a tiktoken name)")
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
@@ -198,6 +201,7 @@ def _arguments(args: argparse.Namespace) -> dict[str, object]:
     """The arguments that shape the output, for the manifest (unset ones left out)."""
     given = {"model": args.model, "models": args.models, "only": args.only,
              "limit": args.limit, "fewshot": args.fewshot, "tokenize": args.tokenize or None,
+             "tokenizer": args.tokenizer,
              "format": None if args.format == "records" else args.format,
              "shard_rows": args.shard_rows}
     return {k: v for k, v in given.items() if v not in (None, [])}
@@ -221,6 +225,9 @@ def run(argv: list[str]) -> int:
         _parser().error("--jobs must be >= 1, and --show and --limit >= 0")
     if args.shard_rows is not None and args.shard_rows < 1:
         _parser().error("--shard-rows must be >= 1")
+    if args.tokenizer is not None and not args.model:
+        _parser().error("--tokenizer sets the tokenizer of the models given by --model; a "
+                        "config's model takes its own tokenizer key")
     said.clear()
     with stopping(), warnings_to_stderr():
         try:
@@ -253,7 +260,7 @@ def _run(args: argparse.Namespace) -> int:
         settings = CompileSettings(
             data_dir=Path(args.data_dir) if args.data_dir is not None else None, mode=mode,
             spans=args.spans, strict=args.strict, jobs=args.jobs, limit=args.limit,
-            fewshot=args.fewshot, tokenize=args.tokenize,
+            fewshot=args.fewshot, tokenize=args.tokenize, tokenizer=args.tokenizer,
             opencompass_python=args.opencompass_python)
         loaded = S.apply_settings(S.load(args.paths, models=args.model,
                                          opencompass_configs=args.opencompass_configs),

@@ -324,6 +324,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         else None
     if template_file is not None:
         files.append(str(template_file))
+    if spec.get("tokenizer") is None:  # the class's tokenizer_path / path, where it is
+        _model_tokenizer({**entry, "type": class_name}, spec, Path(config_path).parent)
     if isinstance(spec.get("tokenizer"), str):
         spec["tokenizer"], tokenizer_files = _tokenizer_source(spec["tokenizer"],
                                                                Path(config_path).parent)
@@ -343,6 +345,42 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
 # What a tokenizer folder contributes to a count (prompt_compiler.model.tokenize reads these).
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                     "chat_template.jinja", "chat_template.json")
+
+
+def check_model_tokenizer(model: ModelConfig, tokenizer: str) -> tuple[dict[str, Any],
+                                                                       tuple[str, ...]]:
+    """``model``'s spec and files with ``tokenizer`` set (``--tokenizer``: relative to the
+    working directory), checked by building the model.
+
+    Raises:
+        PromptCompilerError: The model does not take that tokenizer (named at the flag).
+    """
+    value, tokenizer_files = _tokenizer_source(tokenizer, Path.cwd())
+    spec = {k: v for k, v in model.spec.items() if k != "tokenizer_missing"}
+    spec["tokenizer"] = value
+    try:
+        _check_model(spec, model.key_path, {"config_path": model.config_path,
+                                            "model": model.abbr})
+    except PromptCompilerError as err:
+        err.key_path, err.config_path = "--tokenizer", None  # the flag, not the template file
+        raise err from None
+    return spec, (*model.files, *tokenizer_files)
+
+
+def _model_tokenizer(entry: Mapping[str, Any], spec: dict[str, Any], config_dir: Path) -> None:
+    """A model without ``tokenizer`` whose class loads one from ``tokenizer_path``/``path``
+    (:mod:`prompt_compiler.model.hub`): the folder found becomes its ``tokenizer``; a folder
+    found nowhere is kept as ``tokenizer_missing`` (``[key, where it was looked for]``) for
+    the error of whatever needs it (``--tokenize``)."""
+    from ..model.hub import find_tokenizer
+
+    found = find_tokenizer(entry, config_dir=config_dir)
+    if found is None:
+        return
+    if found.folder is not None:
+        spec["tokenizer"] = str(found.folder)
+    else:
+        spec["tokenizer_missing"] = [found.key, found.describe()]
 
 
 def _tokenizer_source(value: str, config_dir: Path) -> tuple[str, list[str]]:

@@ -19,6 +19,8 @@ in :data:`MODEL_CLASSES`; every module that needs a fact about a class asks
   (:mod:`prompt_compiler.model.api_requests`), and the class keys that shape it;
 * its **ids rule**: ``lmdeploy`` when lmdeploy encodes its chat text
   (:mod:`prompt_compiler.model.token_ids`);
+* whether it loads a **Hugging Face tokenizer** from ``tokenizer_path``, else ``path``
+  (:mod:`prompt_compiler.model.hub` finds that folder, local or in a hub cache);
 * the **scoring methods it lacks** (``get_ppl``, ``get_ppl_tokenwise``,
   ``get_loglikelihood``, ``get_logits``), so compat mode fails where OpenCompass fails
   (:func:`prompt_compiler.config.known_keys.scoring_failure`).
@@ -76,6 +78,9 @@ class ModelClass:
     lmdeploy: bool = False
     """lmdeploy encodes its chat text: the text less a leading ``bos_token``, with the
     tokenizer's special tokens (compat mode)."""
+    hub: bool = False
+    """It loads a Hugging Face tokenizer from ``tokenizer_path``, else ``path`` (a folder or
+    a hub id: :mod:`.hub` finds it, offline)."""
 
     @property
     def agent(self) -> bool:
@@ -90,12 +95,12 @@ class ModelClass:
 
 def _c(name: str, renderer: Renderer | None, params: str | None = None, *,
        kwargs: bool = False, words: bool = False, request: RequestBuilder | None = None,
-       request_keys: tuple[str, ...] = (), lacks: str = "", lmdeploy: bool = False
-       ) -> ModelClass:
+       request_keys: tuple[str, ...] = (), lacks: str = "", lmdeploy: bool = False,
+       hub: bool = False) -> ModelClass:
     """One row: ``params`` and ``lacks`` as space-separated names."""
     return ModelClass(name, renderer, frozenset(params.split()) if params is not None else None,
                       kwargs, "api-words" if words else "whitespace", request, request_keys,
-                      frozenset(lacks.split()), lmdeploy)  # type: ignore[arg-type]
+                      frozenset(lacks.split()), lmdeploy, hub)  # type: ignore[arg-type]
 
 
 # Parameters shared by families of classes (the 0.5.4 signatures, in their order).
@@ -157,13 +162,16 @@ _ROWS = (
        ("key path query_per_second max_seq_len meta_template temperature top_p top_k thinking "
         "base_url stream retry think_tag gemini_extra_kwargs client_extra_kwargs max_workers"),
        words=True, request=gemini_request),
-    _c("HuggingFace", "lm", _HF + " use_fastchat_template end_str", lacks="get_ppl_tokenwise"),
-    _c("HuggingFaceBaseModel", "lm", _HF_NEW + " drop_middle", kwargs=True, lacks="get_logits"),
+    _c("HuggingFace", "lm", _HF + " use_fastchat_template end_str", lacks="get_ppl_tokenwise",
+       hub=True),
+    _c("HuggingFaceBaseModel", "lm", _HF_NEW + " drop_middle", kwargs=True, lacks="get_logits",
+       hub=True),
     _c("HuggingFaceCausalLM", "lm", _HF + " use_fastchat_template end_str",
-       lacks="get_ppl_tokenwise"),
-    _c("HuggingFaceChatGLM3", "api", _HF + " num_extra_tokens", lacks="get_ppl_tokenwise"),
+       lacks="get_ppl_tokenwise", hub=True),
+    _c("HuggingFaceChatGLM3", "api", _HF + " num_extra_tokens", lacks="get_ppl_tokenwise",
+       hub=True),
     _c("HuggingFacewithChatTemplate", "hf_chat", _HF_NEW + " meta_template fastchat_template mode",
-       kwargs=True, lacks="get_ppl get_loglikelihood get_logits"),
+       kwargs=True, lacks="get_ppl get_loglikelihood get_logits", hub=True),
     _c("Hunyuan", "api",
        "path secret_id secret_key endpoint query_per_second max_seq_len meta_template retry",
        words=True),
@@ -195,7 +203,7 @@ _ROWS = (
     _c("Llama2Chat", "api",
        "path max_seq_len max_batch_size tokenizer_only tokenizer_path meta_template force_bf16",
        lacks="get_ppl get_ppl_tokenwise get_loglikelihood"),
-    _c("LmdeployPytorchModel", "lm"),
+    _c("LmdeployPytorchModel", "lm", hub=True),
     _c("LmdeployTisModel", "lm"),
     _c("MiniMax", "api",
        "path key group_id model_type url query_per_second max_seq_len meta_template retry",
@@ -206,8 +214,8 @@ _ROWS = (
     _c("Mixtral", "api",
        "path max_seq_len max_batch_size tokenizer_only tokenizer_path meta_template num_gpus",
        lacks="get_ppl_tokenwise get_loglikelihood"),
-    _c("ModelScope", "lm", _MS, lacks="get_ppl_tokenwise"),
-    _c("ModelScopeCausalLM", "lm", _MS, lacks="get_ppl_tokenwise"),
+    _c("ModelScope", "lm", _MS, lacks="get_ppl_tokenwise", hub=True),
+    _c("ModelScopeCausalLM", "lm", _MS, lacks="get_ppl_tokenwise", hub=True),
     _c("MoonShot", "api", _API + " system_prompt", words=True),
     _c("Nanbeige", "api", _API, words=True),
     _c("OpenAI", "api", _OPENAI + " think_tag max_workers image_format image_min_edge",
@@ -245,11 +253,11 @@ _ROWS = (
     _c("TurboMindModel", "lm",
        ("path backend max_seq_len meta_template engine_config gen_config batch_padding "
         "drop_middle end_str"),
-       lacks="get_ppl_tokenwise"),
+       lacks="get_ppl_tokenwise", hub=True),
     _c("TurboMindModelwithChatTemplate", "hf_chat",
        ("path tokenizer_only backend engine_config gen_config max_seq_len meta_template "
         "fastchat_template stop_words drop_middle"),
-       lacks="get_ppl get_ppl_tokenwise get_loglikelihood", lmdeploy=True),
+       lacks="get_ppl get_ppl_tokenwise get_loglikelihood", lmdeploy=True, hub=True),
     _c("TurboMindTisModel", "lm"),
     _c("UniGPT", "api",
        "path appkey secret url query_per_second max_seq_len meta_template retry temperature",
@@ -257,11 +265,11 @@ _ROWS = (
     _c("VLLM", "lm",
        ("path max_seq_len model_kwargs generation_kwargs meta_template mode "
         "use_fastchat_template lora_path stop_words"),
-       lacks="get_ppl_tokenwise"),
+       lacks="get_ppl_tokenwise", hub=True),
     _c("VLLMwithChatTemplate", "hf_chat",
        ("path model_kwargs tokenizer_only generation_kwargs max_seq_len meta_template "
         "fastchat_template stop_words lora_path chat_template_kwargs"),
-       lacks="get_ppl get_ppl_tokenwise get_loglikelihood"),
+       lacks="get_ppl get_ppl_tokenwise get_loglikelihood", hub=True),
     _c("XunFei", "api",
        "path appid api_secret api_key domain query_per_second max_seq_len meta_template retry",
        words=True),

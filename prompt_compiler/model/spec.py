@@ -16,6 +16,7 @@ from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_
 from ..render.api import prompt_text
 from .api_requests import openai_messages, request_options
 from .classes import RENDERERS, find_class, resolve_renderer
+from .hub import missing_tokenizer, model_tokenizer
 from .tokenize import (
     TokenCounter,
     Tokenizer,
@@ -240,7 +241,8 @@ class Model:
         if tokenize:
             from .token_ids import check_tokenize
 
-            check_tokenize(renderer, count_tokens, where=where, model=str(abbr))
+            check_tokenize(renderer, count_tokens, where=where, model=str(abbr),
+                           missing=missing_tokenizer(cfg))
         entry = find_class(class_name)
         options = request_options(entry.request_keys if entry is not None else (), cfg,
                                   where=where, model=str(abbr)) if renderer == "api" else {}
@@ -486,8 +488,12 @@ def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
     among ``counters`` (default: the registered ones)."""
     if isinstance(cfg, Model):
         return cfg
-    name = cfg.get("tokenizer", default_counter(cfg)) if isinstance(cfg, Mapping) \
-        else "whitespace"
+    if not isinstance(cfg, Mapping):
+        name: Any = "whitespace"
+    elif "tokenizer" in cfg:
+        name = cfg["tokenizer"]
+    else:  # the folder its class loads (tokenizer_path, path), else the class's counter
+        name = model_tokenizer(cfg) or default_counter(cfg)
     kwargs = cfg.get("tokenizer_kwargs") if isinstance(cfg, Mapping) else None
     if kwargs is not None and not _takes_tokenizer_kwargs(cfg.get("type")):
         kwargs = None  # that OpenCompass class loads its tokenizer without them

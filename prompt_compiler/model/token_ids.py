@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RenderError
 from .classes import find_class
+from .hub import FETCH_HINT
 
 __all__ = ["IdsJson", "RecordIds", "check_tokenize", "lmdeploy_text", "prompt_ids"]
 
@@ -53,14 +54,19 @@ def _lmdeploy(model: Any) -> bool:
     return entry is not None and entry.lmdeploy
 
 
-def check_tokenize(renderer: str, counter: Any, *, where: str, model: str) -> None:
-    """Refuse ``tokenize`` where there are no ids to give."""
+def check_tokenize(renderer: str, counter: Any, *, where: str, model: str,
+                   missing: tuple[str, str] | None = None) -> None:
+    """Refuse ``tokenize`` where there are no ids to give (``missing``: the model's
+    ``tokenizer_path``/``path`` key and where it was looked for, :mod:`.hub`)."""
     from .tokenize import HFTokenizer
 
     if renderer == "api":
         raise ConfigError("tokenize: true gives the token ids a local model is fed; an API "
                           "model (renderer 'api') is sent text", key_path=f"{where}.tokenize",
                           model=model, hint="drop tokenize for this model")
+    if not isinstance(counter, HFTokenizer) and missing is not None:
+        raise ConfigError(f"tokenize: true needs the model's tokenizer: {missing[1]}",
+                          key_path=f"{where}.{missing[0]}", model=model, hint=FETCH_HINT)
     if not isinstance(counter, HFTokenizer):
         raise ConfigError(
             "tokenize: true needs the model's tokenizer: set "
