@@ -22,7 +22,7 @@ from ..yamlload import load_yaml
 from .chatml import CHATML_KEY, chatml_entries
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
 from .oc_configs import configs_folder, package_root, remember_root
-from .pyconfig import load_python_config
+from .pyconfig import ENVIRONMENT_KEY, load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
 __all__ = ["CONFIG_SUFFIXES", "load_config", "load_configs"]
@@ -138,8 +138,10 @@ def _walk(folder: Path) -> list[Path]:
 def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
                defer: bool = False) -> SuiteConfig | None:
     suffix = file.suffix
+    environment: tuple[tuple[str, str | None], ...] = ()
     if suffix == ".py":
         top: Any = load_python_config(file, display, root)
+        environment = _environment(top.pop(ENVIRONMENT_KEY, None))
     elif suffix in (".yaml", ".yml"):
         top = _read_yaml(file, display)
     elif suffix == ".json":
@@ -183,7 +185,17 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
         models = models or _distinct(m for _, ms in combinations for m in ms)
     return SuiteConfig(path=file, datasets=datasets, models=models,
                        opencompass_root=root if suffix == ".py" else None,
-                       combinations=combinations)
+                       combinations=combinations,
+                       environment=environment)
+
+
+def _environment(read: dict[str, str | None] | None) -> tuple[tuple[str, str | None], ...]:
+    """The variables a config read, each with the sha256 of its value (``None``: unset)."""
+    import hashlib
+
+    return tuple((name, None if value is None else
+                  hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest())
+                 for name, value in sorted((read or {}).items()))
 
 
 COMBINATIONS = "model_dataset_combinations"

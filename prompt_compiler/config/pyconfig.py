@@ -38,7 +38,8 @@ from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
 from .records import TypeRef
 
 __all__ = [
-    "Unsupported", "find_package_root", "load_python_config", "load_variables", "to_plain",
+    "ENVIRONMENT_KEY", "Unsupported", "find_package_root", "load_python_config",
+    "load_variables", "to_plain",
 ]
 
 
@@ -62,6 +63,11 @@ def find_package_root(config_file: Path) -> Path | None:
     return None
 
 
+ENVIRONMENT_KEY = "<environment>"
+"""The key of :func:`load_python_config`'s result holding the environment variables the
+config read (no variable of a config can have this name)."""
+
+
 def load_python_config(
     path: Path, display: str, package_root: Path | None = None
 ) -> dict[str, Any]:
@@ -81,20 +87,26 @@ def load_python_config(
         raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
     tree = pyguard.parse(source, display)
     root = package_root if package_root is not None else find_package_root(path)
+    environment: dict[str, str | None] = {}
     with opencompass_shim(root):
-        variables, imported = load_variables(path, display, root, tree)
-        return _settings(variables, imported)
+        variables, imported = load_variables(path, display, root, tree,
+                                              environment=environment)
+        top = _settings(variables, imported)
+    if environment:
+        top[ENVIRONMENT_KEY] = environment
+    return top
 
 
 def load_variables(
     path: Path, display: str, root: Path | None, tree: ast.Module | None = None,
-    *, loader: str = "auto",
+    *, loader: str = "auto", environment: dict[str, str | None] | None = None,
 ) -> tuple[dict[Any, Any], frozenset[str]]:
     """A config's variables and imported names, run by our loader or else by mmengine.
 
     Call with the ``opencompass`` shim active. ``loader`` is ``"auto"`` (ours, mmengine
     where ours declines), ``"own"`` (ours only: :class:`NeedsMmengine` where it declines)
-    or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two).
+    or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two). ``environment``
+    receives the environment variables the config read (name -> value or ``None``).
     """
     if tree is None:
         try:
@@ -105,6 +117,8 @@ def load_variables(
     pyguard.check(tree, display)
     with pyguard.Guard(display) as guard:
         guard.roots = _roots(path, root)
+        if environment is not None:
+            guard.environment = environment
         if loader != "mmengine":
             try:
                 loaded = python_loader.load(str(path.resolve()), tree)

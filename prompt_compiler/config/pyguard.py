@@ -23,8 +23,10 @@ rewritten here:
   config's own folder (bounded, never a link out of it, read only), ``import`` gives
   ``opencompass.*`` placeholders and small read-only stand-ins for ``os``/``os.path``,
   ``copy``, ``math``, ``functools`` and ``typing`` (anything else is an error), ``os.environ``
-  is empty, ``eval`` runs an expression under these same rules, ``globals()`` and
-  ``locals()`` hide the ``__`` names, ``range`` iterates in Python (so it is counted).
+  and ``os.getenv`` read the real environment, read only (each name read is noted on the
+  :class:`Guard`, for the manifest), ``eval`` runs an expression under these same rules,
+  ``globals()`` and ``locals()`` hide the ``__`` names, ``range`` iterates in Python (so it
+  is counted).
 
 While a config runs, :class:`Guard` bounds it: a trace function counts the steps (lines and
 calls) and the seconds (``PROMPT_COMPILER_MAX_CONFIG_SECONDS``), and on Linux the address
@@ -645,24 +647,53 @@ def _locals() -> _Namespace:
     return _Namespace(frame.f_locals)
 
 
-class _ReadOnlyEnviron(Mapping[str, str]):
-    """``os.environ`` in a config: empty (a config sees no environment variables)."""
+def _read_env(key: Any) -> str | None:
+    """One environment variable, as the config reads it; the name is noted on the load's
+    :class:`Guard` (the manifest records it, with a sha256 of the value)."""
+    if not isinstance(key, str):
+        raise TypeError(f"str expected, not {type(key).__name__}")
+    value = os.environ.get(key)
+    guard = Guard._active
+    if guard is not None:
+        guard.environment[key] = value
+    return value
+
+
+class _Environ(Mapping[str, str]):
+    """``os.environ`` in a config: the process's environment, read only, as OpenCompass's
+    configs see it; every name read is noted (:attr:`Guard.environment`)."""
 
     def __getitem__(self, key: str) -> str:
-        raise KeyError(key)
+        value = _read_env(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return _read_env(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(())
+        names = sorted(os.environ)
+        for name in names:
+            _read_env(name)
+        return iter(names)
 
     def __len__(self) -> int:
-        return 0
+        return len(os.environ)
 
-    def __repr__(self) -> str:
-        return "environ({})"
+    def __repr__(self) -> str:  # never the values (they may be secrets)
+        return f"environ({len(os.environ)} variables)"
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError("os.environ is read-only in a config (set the variable before "
+                        "running compile-prompts)")
+
+    __delitem__ = __setitem__
 
 
 def _getenv(key: str, default: Any = None) -> Any:
-    return default
+    value = _read_env(key)
+    return default if value is None else value
 
 
 class _Module:
@@ -719,7 +750,7 @@ _OS_PATH = _Module("os.path", {
     "sep": os.sep, "extsep": os.extsep})
 _MATH_UNSAFE = frozenset({"factorial", "comb", "perm", "prod"})
 _STAND_INS: dict[str, _Module] = {
-    "os": _Module("os", {"path": _OS_PATH, "sep": os.sep, "environ": _ReadOnlyEnviron(),
+    "os": _Module("os", {"path": _OS_PATH, "sep": os.sep, "environ": _Environ(),
                          "getenv": _getenv, "linesep": os.linesep}),
     "os.path": _OS_PATH,
     "copy": _Module("copy", {"copy": copy.copy, "deepcopy": copy.deepcopy}),
@@ -881,6 +912,9 @@ class Guard:
         self._ticks = 0
         self._deadline = 0.0
         self._previous_limit: tuple[int, int] | None = None
+        self.environment: dict[str, str | None] = {}
+        """The environment variables the config (and its bases) read: name -> value, or
+        ``None`` when unset."""
 
     def __enter__(self) -> Guard:
         if Guard._active is not None:

@@ -103,3 +103,7 @@ class SuiteConfig:
     combinations: tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...] = ()
     """OpenCompass's ``model_dataset_combinations``: ``(datasets, models)`` per entry; when
     set, these pairs are the ones compiled (``datasets``/``models`` then only name them)."""
+    environment: tuple[tuple[str, str | None], ...] = ()
+    """The environment variables a Python config read (``os.environ``, ``os.getenv``): each
+    name with the sha256 of its value (``None``: unset), sorted by name; the values are not
+    kept (they may be secrets)."""

@@ -63,13 +63,16 @@ def input_path(path: str | os.PathLike[str], root: Path) -> str:
 def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLike[str]],
                    root: Path, outputs: Mapping[str, Mapping[str, Any]],
                    arguments: Mapping[str, Any] | None = None,
-                   models: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                   models: Mapping[str, Mapping[str, Any]] | None = None,
+                   environment: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """The manifest as a dict; inputs and outputs sorted by path, each input hashed.
 
     ``arguments``: the CLI arguments that shape the output (``--only``, ``--limit``, ...),
     written as given after the mode, when there are any. ``models``: per model abbr, the
     chat-template settings no input file shows (the ``date`` its template prints, its
-    ``chat_template_kwargs`` and their sha256), when any model has some.
+    ``chat_template_kwargs`` and their sha256), when any model has some. ``environment``:
+    the environment variables the Python configs read, each with the sha256 of its value
+    (``None``: unset), when they read any.
     """
     files = {input_path(p, root): Path(p) for p in inputs if Path(p).is_file()}
     head: dict[str, Any] = {"tool": TOOL, "version": version, "mode": mode}
@@ -77,6 +80,8 @@ def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLik
         head["arguments"] = dict(arguments)
     if models:
         head["models"] = {name: dict(models[name]) for name in sorted(models)}
+    if environment:
+        head["environment"] = {name: environment[name] for name in sorted(environment)}
     return {
         **head,
         "inputs": [{"path": name, "sha256": sha256_file(files[name])} for name in sorted(files)],
