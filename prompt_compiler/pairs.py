@@ -79,6 +79,9 @@ class CompileSettings:
     opencompass_python: Path | None = None
     """The interpreter that runs OpenCompass's own loader for a class with no native reader
     (``--opencompass-python``; None: the ``PROMPT_COMPILER_OPENCOMPASS_PYTHON`` variable)."""
+    no_rows: bool = False
+    """Stand-in rows made from each ``reader_cfg`` where rows would be read (``--check
+    --no-rows``; :mod:`prompt_compiler.data.standin`)."""
 
     def __post_init__(self) -> None:
         if self.data_dir is not None and not isinstance(self.data_dir, Path):
@@ -195,7 +198,8 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
         if settings.strict or (compat and note.reference is not None):
             raise at_origin(note)
         warnings.warn(PromptCompilerWarning(str(at_origin(note))), stacklevel=3)
-    dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python)
+    dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
+                          no_rows=settings.no_rows)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
                                      pair.options, lean=lean)
     eager = isinstance(job.rows.test, (list, tuple))
@@ -227,7 +231,8 @@ def prepare(pair: Pair, settings: CompileSettings, compiler: Compiler | None = N
 
     compiler = compiler or settings.compiler()
     with peeking():  # rows from a pipe are left for the worker
-        dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python)
+        dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
+                          no_rows=settings.no_rows)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
                                      pair.options, lean=True)
     if settings.spans or not plannable(job, kind, params):

@@ -237,7 +237,7 @@ def _worker_job(pair: Any, settings: CompileSettings
         from .data.sources import attach_rows
 
         dataset = attach_rows(pair.dataset, settings.data_dir,
-                                  settings.opencompass_python)
+                                  settings.opencompass_python, no_rows=settings.no_rows)
         job, kind, params = settings.compiler().job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
         if len(_JOBS) > 8:
@@ -365,7 +365,7 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
     try:
         with peeking():
             dataset = attach_rows(pair.dataset, settings.data_dir,
-                                  settings.opencompass_python)
+                                  settings.opencompass_python, no_rows=settings.no_rows)
         job, kind, params = compiler.job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
     except (PromptCompilerError, NotPeekable):

@@ -414,7 +414,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                    engine: str = "local", ray_address: str | None = None,
                    shard_rows: int | None = None,
 
-                   opencompass_python: PathArg | None = None) -> dict[str, Any]:
+                   opencompass_python: PathArg | None = None,
+                   no_rows: bool = False) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
     ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
@@ -439,8 +440,15 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     ``shard_rows``: each pair's records as ``<model>/<dataset>/part-NNNNN`` files of at most
     that many records (:mod:`prompt_compiler.emit.shards`), written by the processes or Ray
     workers that compile them; this process writes only the manifest.
+
+    ``no_rows`` (with ``out=None`` only): every pair checked on stand-in rows made from its
+    ``reader_cfg`` where rows would be read (:mod:`prompt_compiler.data.standin`).
     """
     from .emit.formats import check_format, convert_outputs
+
+    if no_rows and out is not None:
+        raise ConfigError("stand-in rows (--no-rows) are for checking: nothing is written",
+                          hint="use --check --no-rows")
 
     format = check_format(format)
     if format == "parquet":
@@ -459,8 +467,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
                                jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize,
                                shard_rows=check_shard_rows(shard_rows),
-
-                               opencompass_python=_path(opencompass_python))
+                               opencompass_python=_path(opencompass_python), no_rows=no_rows)
     data_dir = settings.data_dir
     suite = apply_settings(suite, settings)
     pairs = suite.pairs(only, models)

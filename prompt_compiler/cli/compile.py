@@ -77,6 +77,10 @@ def _parser() -> argparse.ArgumentParser:
                    "visible")
     p.add_argument("--check", action="store_true",
                    help="compile and validate everything, write nothing; also print lint findings")
+    p.add_argument("--no-rows", action="store_true",
+                   help="with --check: read no data; each dataset is checked on stand-in rows "
+                        "made from its reader_cfg (keys, templates and placeholders, "
+                        "retriever, inferencer, model class, tokenizer)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="N processes: pairs in parallel, and a large dataset in row ranges "
                         "(output identical to --jobs 1)")
@@ -228,6 +232,8 @@ def run(argv: list[str]) -> int:
     if args.tokenizer is not None and not args.model:
         _parser().error("--tokenizer sets the tokenizer of the models given by --model; a "
                         "config's model takes its own tokenizer key")
+    if args.no_rows and not args.check:
+        _parser().error("--no-rows checks without data: give --check too (nothing is written)")
     said.clear()
     with stopping(), warnings_to_stderr():
         try:
@@ -261,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
             data_dir=Path(args.data_dir) if args.data_dir is not None else None, mode=mode,
             spans=args.spans, strict=args.strict, jobs=args.jobs, limit=args.limit,
             fewshot=args.fewshot, tokenize=args.tokenize, tokenizer=args.tokenizer,
-            opencompass_python=args.opencompass_python)
+            opencompass_python=args.opencompass_python, no_rows=args.no_rows)
         loaded = S.apply_settings(S.load(args.paths, models=args.model,
                                          opencompass_configs=args.opencompass_configs),
                                   settings)
@@ -292,14 +298,16 @@ def _run(args: argparse.Namespace) -> int:
                                     arguments=_arguments(args), format=args.format,
                                     engine=args.engine, ray_address=args.ray_address,
                                     shard_rows=args.shard_rows,
-                                    opencompass_python=args.opencompass_python)
+                                    opencompass_python=args.opencompass_python,
+                                    no_rows=args.no_rows)
         if args.check:
             from ..inspection.lint import lint_suite
 
             with quiet_warnings():
                 findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only,
                                       models=args.models,
-                                      opencompass_python=args.opencompass_python)
+                                      opencompass_python=args.opencompass_python,
+                                      no_rows=args.no_rows)
             progress.done()
             level = "error" if args.strict else "warning"  # --strict: every warning fails
             for finding in findings:

@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                    "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
     p.add_argument("--data-dir", type=Path,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
+    p.add_argument("--no-rows", action="store_true",
+                   help="read no data: lint each dataset on stand-in rows made from its "
+                        "reader_cfg (as compile-prompts --check --no-rows)")
     p.add_argument("--opencompass-python", type=Path, metavar="PATH",
                    help="as for compiling: runs OpenCompass's loader of a class with no native "
                         "reader")
@@ -64,7 +67,8 @@ def run(argv: list[str]) -> int:
         with quiet_warnings():
             findings = lint_suite(loaded, data_dir=args.data_dir, only=args.only,
                                   mode="opencompass" if args.mode == "compat" else "default",
-                                  opencompass_python=args.opencompass_python)
+                                  opencompass_python=args.opencompass_python,
+                                  no_rows=args.no_rows)
     except PromptCompilerError as err:
         print(f"compile-prompts: error: {err}", file=sys.stderr)
         return 1

@@ -150,8 +150,16 @@ def _is_loader_class(loader: Any) -> bool:
 
 
 def attach_rows(dataset: DatasetConfig, data_dir: Path | None = None,
-                opencompass_python: str | os.PathLike[str] | None = None) -> DatasetConfig:
-    """A copy of ``dataset`` whose spec carries its rows inline (``rows`` or ``splits``)."""
+                opencompass_python: str | os.PathLike[str] | None = None, *,
+                no_rows: bool = False) -> DatasetConfig:
+    """A copy of ``dataset`` whose spec carries its rows inline (``rows`` or ``splits``);
+    with ``no_rows`` (``--check --no-rows``) stand-in rows where rows would be read
+    (:mod:`.standin`)."""
+    if no_rows:
+        from .standin import needs_rows, stand_in
+
+        if not needs_rows(dataset):
+            return stand_in(dataset)
     rows = load_splits(dataset, data_dir, opencompass_python)
     spec = {k: v for k, v in dataset.spec.items() if k not in ("rows", "splits")}
     spec.update(rows.case_fields())

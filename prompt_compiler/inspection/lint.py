@@ -367,11 +367,13 @@ def _becomes(tokenizer: Any, token: str, text: str) -> str:
 
 def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default",
                only: Iterable[str] = (), models: Iterable[str] = (),
-               opencompass_python: Path | None = None) -> list[Finding]:
+               opencompass_python: Path | None = None, no_rows: bool = False,
+               ) -> list[Finding]:
     """Lint every dataset of a loaded :class:`~prompt_compiler.suite.Suite` against its models.
 
     ``opencompass_python``: runs the loader of a class with no native reader
-    (``--opencompass-python``).
+    (``--opencompass-python``). ``no_rows``: stand-in rows where rows would be read
+    (``--no-rows``, :mod:`prompt_compiler.data.standin`).
 
     Raises:
         PromptCompilerError: A config does not compile at all (the same error as compiling).
@@ -394,7 +396,7 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
             continue
         where = {"config_path": dataset.config_path, "dataset": dataset.abbr}
         try:
-            spec = attach_rows(dataset, data_dir, opencompass_python).spec
+            spec = attach_rows(dataset, data_dir, opencompass_python, no_rows=no_rows).spec
             findings += _DatasetLint(dataset, spec, paired.get(dataset.abbr, []),
                                      options.get(dataset.abbr, dict(suite.options)), compiler).run()
         except PromptCompilerError as err:
