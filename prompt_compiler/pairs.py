@@ -167,14 +167,15 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
     if not job.rows.test:
         return [DataError("the test split has no rows, so nothing is compiled for this "
                           "dataset", key_path="reader_cfg.test_split")]
-    infer = spec.get("infer_cfg") or {}
+    infer = spec.get("infer_cfg")
+    infer = infer if isinstance(infer, Mapping) else {}  # (a custom dataset's is derived)
     test_cols = list(job.rows.test[0])
     train_cols = list(job.rows.train[0]) if job.rows.train else test_cols
     found: list[PromptCompilerError] = []
     for key, cols in (("ice_template", train_cols), ("prompt_template", test_cols)):
         for hit in unknown_placeholders(infer.get(key), cols, f"infer_cfg.{key}"):
             found.append(ConfigError(hit.message, key_path=hit.key_path))
-    output = (spec.get("reader_cfg") or {}).get("output_column")
+    output = job.reader.output_column  # the reader in effect (a custom dataset's derived)
     if isinstance(output, str) and output and output not in test_cols:
         import difflib
 
