@@ -95,10 +95,25 @@ def _template_arguments(kind: str, params: Mapping[str, Any], takes: tuple[str, 
         key_path=where, reference=("TypeError", f"{kind}.__init__() {why}"))
 
 
+def _check_shipped(model: Model, compat: bool) -> None:
+    """Compat mode: a class OpenCompass 0.5.4 does not ship (one fork's ``QwenLM``) is the
+    unknown class it is in OpenCompass's registry."""
+    from .model.classes import find_class
+
+    entry = find_class(model.model_class)
+    if not compat or entry is None or entry.shipped:
+        return
+    raise RegistryError(
+        f"unknown model class {entry.name!r}: OpenCompass 0.5.4 does not ship it (a class of "
+        "one fork of OpenCompass)", model=model.abbr, key_path="model.type",
+        hint="the default mode compiles its prompts as an lm model",
+        reference=("KeyError", f"{entry.name} is not in the opencompass::model registry."))
+
+
 def _check_scoring(model: Model, inferencer: str, compat: bool) -> None:
     """Compat mode: OpenCompass 0.5.4 cannot score with this model class, so it raises (its
     exception attached). The default mode compiles the prompts (docs/errors.md)."""
-    from .config.known_keys import scoring_failure
+    from .config.known_keys import scoring_class, scoring_failure
     from .errors import ScoringMethodMissingError, ScoringNotImplementedError
 
     failure = scoring_failure(model.model_class, inferencer) if compat else None
@@ -110,7 +125,8 @@ def _check_scoring(model: Model, inferencer: str, compat: bool) -> None:
               f"{failure[0]}: {failure[1]}", model=model.abbr,
               key_path="infer_cfg.inferencer.type",
               hint="the default mode compiles these prompts; OpenCompass scores them only with "
-              "a class that has the method (e.g. HuggingFaceCausalLM)", reference=failure)
+              f"a class that has the method (e.g. {scoring_class(inferencer)})",
+              reference=failure)
 
 
 def type_name(value: Any) -> str:
@@ -329,6 +345,7 @@ class Compiler:
                 "is no prompt to compile without running the model",
                 key_path="infer_cfg.inferencer.type",
                 hint="see docs/opencompass-corpus.md (model-in-the-loop inferencers)")
+        _check_shipped(model, self.policy.name == "opencompass")
         _check_scoring(model, inf_type, self.policy.name == "opencompass")
         params = {k: v for k, v in inf_cfg.items() if k != "type"}
         unknown = set(params) - _INFERENCER_KEYS[kind]

@@ -29,3 +29,53 @@ def test_custom_dataset_reader_cfg_not_a_mapping(tmp_path: Path, reader: str) ->
     (line,) = (tmp_path / "out" / "m" / "d.jsonl").read_text().splitlines()
     record = json.loads(line)
     assert (record["prompt"], record["gold"]) == ("q1", "a")
+
+
+MODEL_CONFIG = """\
+from opencompass.models import CLASS
+from opencompass.openicl.icl_prompt_template import PromptTemplate
+from opencompass.openicl.icl_retriever import ZeroRetriever
+from opencompass.openicl.icl_inferencer import INFERENCER
+datasets = [dict(abbr='d', path='rows.jsonl',
+    reader_cfg=dict(input_columns=['q'], output_column=None),
+    infer_cfg=dict(prompt_template=dict(type=PromptTemplate, template='{q}'),
+                   retriever=dict(type=ZeroRetriever), inferencer=dict(type=INFERENCER)))]
+models = [dict(type=CLASS, abbr='m', path='x/y')]
+"""
+
+
+def _model_config(tmp_path: Path, cls: str, inferencer: str) -> None:
+    (tmp_path / "rows.jsonl").write_text('{"q": "hi"}\n', encoding="utf-8")
+    (tmp_path / "eval_m.py").write_text(
+        MODEL_CONFIG.replace("CLASS", cls).replace("INFERENCER", inferencer), encoding="utf-8")
+
+
+def test_qwenlm_is_unknown_in_compat_mode(tmp_path: Path) -> None:
+    """QwenLM is one fork's class; OpenCompass 0.5.4's registry has no such model (KeyError
+    there, recorded from OpenCompass 0.5.4)."""
+    _model_config(tmp_path, "QwenLM", "GenInferencer")
+    proc = run_cli("eval_m.py", "-o", "out", "--mode", "compat", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "compile-prompts: error: eval_m.py: dataset 'd', model 'm', at models[0].type: unknown "
+        "model class 'QwenLM': OpenCompass 0.5.4 does not ship it (a class of one fork of "
+        "OpenCompass) (hint: the default mode compiles its prompts as an lm model)\n")
+    proc = run_cli("eval_m.py", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "out" / "m" / "d.jsonl").read_text())["prompt"] == "hi"
+
+
+def test_inference_ppl_only_with_causal_lm(tmp_path: Path) -> None:
+    """OpenCompass 0.5.4 fails with a TypeError there (get_ppl_tokenwise_from_template passes
+    three arguments to BaseModel.get_ppl_tokenwise; the message recorded from it); the hint
+    names a class that has the method, not HuggingFaceCausalLM itself."""
+    _model_config(tmp_path, "HuggingFaceCausalLM", "InferencePPLOnlyInferencer")
+    proc = run_cli("eval_m.py", "-o", "out", "--mode", "compat", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "compile-prompts: error: eval_m.py: dataset 'd', model 'm', at "
+        "datasets[0].infer_cfg.inferencer.type: OpenCompass 0.5.4 cannot run "
+        "InferencePPLOnlyInferencer with a HuggingFaceCausalLM model: TypeError: "
+        "BaseModel.get_ppl_tokenwise() takes from 2 to 3 positional arguments but 4 were given "
+        "(hint: the default mode compiles these prompts; OpenCompass scores them only with a "
+        "class that has the method (e.g. HuggingFaceBaseModel))\n")

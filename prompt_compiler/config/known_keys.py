@@ -52,6 +52,7 @@ __all__ = [
     "close_key",
     "dataset_key_notes",
     "model_key_notes",
+    "scoring_class",
     "scoring_failure",
 ]
 
@@ -207,7 +208,11 @@ SCORING_CALLS: dict[str, tuple[ScoringMethod, str, str]] = {
     # inferencer -> (the model method it calls, what OpenCompass raises when the class lacks it)
     "PPLInferencer": ("get_ppl", *_NOT_PPL),
     "PPLOnlyInferencer": ("get_ppl", *_NOT_PPL),
-    "InferencePPLOnlyInferencer": ("get_ppl_tokenwise", *_NOT_PPL),
+    # get_ppl_tokenwise_from_template passes (inputs, label, mask_length) to BaseModel's
+    # get_ppl_tokenwise(inputs, mask_length): the call fails before the method's own raise
+    "InferencePPLOnlyInferencer": ("get_ppl_tokenwise", "TypeError",
+                                   "BaseModel.get_ppl_tokenwise() takes from 2 to 3 positional "
+                                   "arguments but 4 were given"),
     "LLInferencer": ("get_loglikelihood", "AttributeError",
                      "'{cls}' object has no attribute 'get_loglikelihood'"),
     "CLPInferencer": ("get_logits", "AttributeError",
@@ -225,3 +230,14 @@ def scoring_failure(model_class: str | None, inferencer: str) -> tuple[str, str]
     if call is None or entry is None or call[0] not in entry.lacks:
         return None
     return call[1], call[2].format(cls=model_class)
+
+
+_SCORERS = ("HuggingFaceCausalLM", "HuggingFaceBaseModel", "HuggingFace", "VLLM")
+
+
+def scoring_class(inferencer: str) -> str | None:
+    """A model class OpenCompass 0.5.4 scores this inferencer with (for a hint), or None."""
+    call = SCORING_CALLS.get(inferencer)
+    if call is None:
+        return None
+    return next((name for name in _SCORERS if call[0] not in MODEL_CLASSES[name].lacks), None)

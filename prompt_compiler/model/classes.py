@@ -78,6 +78,9 @@ class ModelClass:
     lmdeploy: bool = False
     """lmdeploy encodes its chat text: the text less a leading ``bos_token``, with the
     tokenizer's special tokens (compat mode)."""
+    shipped: bool = True
+    """OpenCompass 0.5.4 ships it (``QwenLM`` is one fork's class: compat mode refuses it as
+    OpenCompass's registry does)."""
     hub: bool = False
     """It loads a Hugging Face tokenizer from ``tokenizer_path``, else ``path`` (a folder or
     a hub id: :mod:`.hub` finds it, offline)."""
@@ -96,11 +99,12 @@ class ModelClass:
 def _c(name: str, renderer: Renderer | None, params: str | None = None, *,
        kwargs: bool = False, words: bool = False, request: RequestBuilder | None = None,
        request_keys: tuple[str, ...] = (), lacks: str = "", lmdeploy: bool = False,
-       hub: bool = False) -> ModelClass:
+       hub: bool = False, shipped: bool = True) -> ModelClass:
     """One row: ``params`` and ``lacks`` as space-separated names."""
     return ModelClass(name, renderer, frozenset(params.split()) if params is not None else None,
                       kwargs, "api-words" if words else "whitespace", request, request_keys,
-                      frozenset(lacks.split()), lmdeploy, hub)  # type: ignore[arg-type]
+                      frozenset(lacks.split()), lmdeploy, shipped,  # type: ignore[arg-type]
+                      hub)
 
 
 # Parameters shared by families of classes (the 0.5.4 signatures, in their order).
@@ -238,7 +242,7 @@ _ROWS = (
        words=True),
     _c("Qwen", "api",
        "path key query_per_second max_seq_len meta_template retry generation_kwargs", words=True),
-    _c("QwenLM", "lm"),
+    _c("QwenLM", "lm", shipped=False),
     _c("Rendu", "api", _API + " generation_kwargs", words=True),
     _c("SenseTime", "api",
        "path url key query_per_second max_seq_len meta_template retry parameters", words=True),
