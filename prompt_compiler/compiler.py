@@ -457,7 +457,8 @@ class Compiler:
         if rows is not None and (kind in ("clp", "chat", "ppl_only", "inference_ppl_only",
                                           "sw_ce_loss") or params.get("multiround")):
             records = (r for r in records if r.index in rows)
-        return JobRun(retrieved, labels, _located(_settled(records, job), job))
+        return JobRun(retrieved, labels,
+                      _located(_settled(records, job, kind, params, labels), job))
 
     def compile(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model, *,
                 options: Mapping[str, Any] | None = None,
@@ -506,14 +507,14 @@ def _complete_custom(dataset: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _settled(records: Iterable[Record], job: Job) -> Iterator[Record]:
-    """Records with their row id, the job's generation settings and, with ``tokenize``,
-    their token ids."""
-    ids = None
-    if job.model.tokenize:
-        from .model.token_ids import RecordIds
+def _settled(records: Iterable[Record], job: Job, kind: str, params: Mapping[str, Any],
+             labels: Sequence[Any] | None) -> Iterator[Record]:
+    """Records with their row id, the job's generation settings and, with ``tokenize`` (or
+    data holding special-token text, D23), their token ids."""
+    # a call-time import: which text came from data is read from the record's spans
+    from .inspection.spans import record_ids
 
-        ids = RecordIds(job)
+    ids = record_ids(job, kind, params, labels)
     for rec in records:
         rec = job.settle(rec)
         yield rec if ids is None else ids.add(rec)

@@ -30,6 +30,7 @@ DEFECTS: dict[str, str] = {
     "D20": "DPPRetriever returns its selection ordered by relevance",
     "D21": "token ids hold exactly one BOS where the model has one",
     "D22": "LL: mask_length is the context's token count",
+    "D23": "token ids: special-token text from data is ordinary text",
 }
 
 _MODES = {"default": frozenset(DEFECTS), "opencompass": frozenset(), "compat": frozenset()}

@@ -62,7 +62,7 @@ PROJECT_MODEL_KEYS = frozenset({
     "system_role", "template_kwargs", "api_format", "prompter", "tokenizer", "chat_template",
     # chat template inputs (chat_template_kwargs is also a VLLMwithChatTemplate parameter)
     "chat_template_kwargs", "date", "assistant_prefix", "tools", "documents",
-    "tokenize", "stop_words", "path",
+    "tokenize", "stop_words", "path", "data_special_tokens",
 })
 """Model keys this project reads. Add a new model key here (and to docs/configs.md)."""
 

@@ -45,7 +45,7 @@ _MODEL_OPTIONAL_KEYS = ("max_out_len", "min_out_len")
 # Model keys handed to the compiler as written (validated by building the model below).
 _MODEL_PASS_KEYS = ("template_kwargs", "api_format", "prompter", "tokenizer",
                     "chat_template_kwargs", "assistant_prefix", "tools", "documents", "date",
-                    "stop_words", "tokenize", "tokenizer_kwargs")
+                    "stop_words", "tokenize", "tokenizer_kwargs", "data_special_tokens")
 # OpenCompass's own key, read where the model's class takes it: still noted where it does not
 _NOTED_PASS_KEYS = tuple(k for k in _MODEL_PASS_KEYS if k != "tokenizer_kwargs")
 

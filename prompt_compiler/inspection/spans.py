@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,7 @@ from ..assemble.base import SPANS_UNKNOWN as UNKNOWN
 from ..assemble.base import Job, Record
 from ..template import fill
 
-__all__ = ["UNKNOWN", "add_spans", "strip_tags"]
+__all__ = ["UNKNOWN", "DataSplit", "add_spans", "record_ids", "strip_tags"]
 
 OPEN, CLOSE = "\ue000", "\ue001"
 _CODE = 0xF0000  # origin k is written chr(_CODE + k), right after OPEN
@@ -297,3 +298,79 @@ def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[
         if twin is not None:
             spans = _spans_of(written(twin), written(rec), tags, default)
         yield dataclasses.replace(rec, spans=spans)
+
+
+# -- data's special-token text (D23) --------------------------------------------------------
+
+
+class DataSplit:
+    """Where a record's data put special-token text, from its spans (default mode, D23).
+
+    Only records whose values (the test row's, the in-context examples') hold an added
+    token's text are traced (once each, through :func:`add_spans`); chat records are all
+    traced, as their twins are built in order.
+    """
+
+    def __init__(self, job: Job, kind: str, params: Mapping[str, Any],
+                 labels: Sequence[Any] | None, tokens: Any) -> None:
+        self.job, self.kind, self.params, self.labels = job, kind, params, labels
+        self.tokens = tokens
+        self.queue: deque[Record] = deque()
+        self.written: Callable[[Record], Any] = lambda rec: None
+        self.out: Iterator[Record] | None = None
+
+    def _feed(self) -> Iterator[Record]:
+        while self.queue:
+            yield self.queue.popleft()
+
+    def holds(self, rec: Record) -> bool:
+        """Whether the record's data hold an added token's text."""
+        job = self.job
+        try:
+            rows = [job.rows.test[rec.index]]
+            rows += [job.rows.train[i] for i in rec.ice_ids if type(i) is int]
+        except (IndexError, TypeError, KeyError):
+            return False
+        return any(self.tokens.row_holds(row) for row in rows)
+
+    def ranges(self, rec: Record, text_of: Callable[[Record], str]
+               ) -> list[tuple[int, int]] | None:
+        """The ``(start, end)`` ranges of ``text_of(rec)`` that came from data, or None when
+        the record's data hold no special-token text."""
+        from ..errors import UnsupportedError
+
+        chat = self.kind == "chat"
+        if not self.holds(rec) and not chat:
+            return None
+        if self.out is None:
+            self.written = text_of
+            self.out = add_spans(self.job, self.kind, self.params, self._feed(), self.labels,
+                                 lambda r: self.written(r))
+        self.queue.append(rec)
+        spans = next(self.out).spans
+        if chat and not self.holds(rec):
+            return None
+        if spans is UNKNOWN or not all(isinstance(s, list) and len(s) == 3
+                                       and isinstance(s[2], Mapping) for s in spans):
+            raise UnsupportedError(
+                "a row value holds special-token text, and which of the prompt's token text "
+                "came from data cannot be told for this record, so it cannot be encoded as "
+                "ordinary text", row=rec.index,
+                hint="set the model's data_special_tokens: parse to let it become control "
+                     "tokens, or remove it from the data")
+        return [(a, b) for a, b, o in spans if o.get("kind") == "column"]
+
+
+def record_ids(job: Job, kind: str, params: Mapping[str, Any],
+               labels: Sequence[Any] | None) -> Any:
+    """What gives a job's records their ids (a :class:`~prompt_compiler.model.token_ids.
+    RecordIds`): every record with ``tokenize``; without it, in default mode, the records whose
+    data hold special-token text, where the model has a tokenizer (D23); else None."""
+    from ..model.data_tokens import for_model
+    from ..model.token_ids import RecordIds
+
+    tokens = for_model(job.model, job.policy)
+    split = None if tokens is None else DataSplit(job, kind, params, labels, tokens)
+    if job.model.tokenize:
+        return RecordIds(job, split)
+    return None if split is None else RecordIds(job, split, only_split=True)

@@ -16,6 +16,7 @@ from ..render import DEFAULT_CHAT_META, MetaTemplate, render_api, render_lm, to_
 from ..render.api import prompt_text
 from .api_requests import openai_messages, request_options
 from .classes import RENDERERS, find_class, resolve_renderer
+from .data_tokens import check_mode
 from .hub import missing_tokenizer, model_tokenizer
 from .tokenize import (
     TokenCounter,
@@ -120,6 +121,9 @@ class Model:
     request_options: Mapping[str, Any] = field(default_factory=dict)
     """The class's keyword parameters that shape its API request (LiteLLMAPI's
     ``system_prompt``; :mod:`prompt_compiler.model.api_requests`)."""
+    data_special_tokens: str = "split"
+    """``split``: in default mode, special-token text from data is ordinary text in the ids;
+    ``parse``: the tokenizer's encoding (:mod:`prompt_compiler.model.data_tokens`)."""
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], *, where: str = "model",
@@ -249,7 +253,8 @@ class Model:
         return cls(str(abbr), renderer, meta, max_len, batch_size, count_tokens, raw,
                    chat_template, api_format, dict(kwargs), prompter, system_role,
                    class_name, prefix, tools, documents, date, max_out, tuple(stop_words),
-                   tokenize, options)
+                   tokenize, options,
+                   check_mode(cfg.get("data_special_tokens"), where=where, model=str(abbr)))
 
     def with_dataset_keys(self, dataset: Mapping[str, Any]) -> Model:
         """This model with a dataset's ``assistant_prefix`` / ``tools`` / ``documents``

@@ -45,7 +45,7 @@ from ..errors import ConfigError, PromptCompilerError, RenderError
 from .classes import find_class
 from .hub import FETCH_HINT
 
-__all__ = ["IdsJson", "RecordIds", "check_tokenize", "lmdeploy_text", "prompt_ids"]
+__all__ = ["IdsJson", "RecordIds", "check_tokenize", "lmdeploy_text", "one_bos", "prompt_ids"]
 
 
 def _lmdeploy(model: Any) -> bool:
@@ -111,7 +111,12 @@ def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
                 return list(tokenizer.full_ids(text))
             return list(tokenizer.body_ids(text))
         return list(tokenizer.full_ids(text))
-    body = list(tokenizer.body_ids(text))
+    return one_bos(tokenizer, list(tokenizer.body_ids(text)))
+
+
+def one_bos(tokenizer: Any, body: list[int]) -> list[int]:
+    """Default mode (D21): ``body`` (ids without special tokens added) with exactly one
+    leading BOS where the model has one."""
     bos = model_bos(tokenizer)
     if bos is None:
         return body
@@ -122,12 +127,20 @@ def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
 
 
 class RecordIds:
-    """Adds ``input_ids`` (and ``mask_length``) to the records of one job."""
+    """Adds ``input_ids`` (and ``mask_length``) to the records of one job.
 
-    def __init__(self, job: Any) -> None:
+    Args:
+        split: Where data's special-token text lies in a record's text
+            (:class:`prompt_compiler.inspection.spans.DataSplit`; default mode, D23), or None.
+        only_split: Only records whose data holds special-token text get ids (a model
+            without ``tokenize``: their engine lines must carry the ids).
+    """
+
+    def __init__(self, job: Any, split: Any = None, *, only_split: bool = False) -> None:
         self.job, self.model = job, job.model
         self.policy = job.policy
         self.tokenizer = job.model.count_tokens
+        self.split, self.only_split = split, only_split
 
     def text(self, rec: Any) -> str:
         """The text the model's tokenizer encodes for this record."""
@@ -155,11 +168,24 @@ class RecordIds:
 
     def add(self, rec: Any) -> Any:
         try:
+            data = None if self.split is None else self.split.ranges(rec, self.text)
+            if data is None and self.only_split:
+                return rec
             text = self.text(rec)
         except PromptCompilerError as err:
             raise err.located(model=self.model.abbr, row=rec.index) from None
         mask = None
-        if rec.mode == "ll" and self.policy.fixes("D22"):
+        if data is not None:  # D23: data's special-token text encoded as ordinary text
+            ids = one_bos(self.tokenizer, self.split.tokens.encode(text, data))
+            if rec.mode == "clp":
+                mask = len(ids)
+            elif rec.mode == "ll":
+                cont = str(rec.extra.get("continuation", ""))
+                n = len(self.tokenizer.encode(cont, special_tokens=False)) if cont else 0
+                mask = max(len(ids) - n, 0)
+            elif rec.mode == "ppl":
+                mask = self._ppl_mask(rec)
+        elif rec.mode == "ll" and self.policy.fixes("D22"):
             ids, mask = self._split(text, str(rec.extra.get("continuation", "")))
         else:
             ids = self.ids(text)

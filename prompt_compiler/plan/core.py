@@ -23,6 +23,7 @@ from ..assemble.base import Job, Record
 from ..assemble.gen import gen_record
 from ..assemble.ppl import ppl_row_records
 from ..data.reader import iter_rows
+from ..model.data_tokens import for_model
 from ..model.spec import whitespace_tokens
 from ..retrieve.basic import Repeated
 from .probe import Plan, PlanCache, supports
@@ -39,10 +40,18 @@ def plannable(job: Job, kind: str, params: Mapping[str, Any]) -> bool:
     """True when plans may serve the job's rows: gen and ppl jobs that :func:`.supports`,
     without multiround or ``normalizing_str``."""
     if kind == "gen":
-        return not params.get("multiround") and supports(job, kind)
+        return not params.get("multiround") and _data_ok(job) and supports(job, kind)
     if kind == "ppl":
-        return job.options.get("normalizing_str") is None and supports(job, kind)
+        return (job.options.get("normalizing_str") is None and _data_ok(job)
+                and supports(job, kind))
     return False
+
+
+def _data_ok(job: Job) -> bool:
+    """False when training rows hold special-token text that must stay ordinary text (D23):
+    a plan's literals would mix it with the templates' own."""
+    tokens = for_model(job.model, job.policy)
+    return tokens is None or not any(tokens.row_holds(row) for row in job.rows.train)
 
 
 def job_labels(job: Job, params: Mapping[str, Any]) -> list[Any]:
@@ -74,6 +83,7 @@ class RowPlanner:
         self.words = self.count is whitespace_tokens
         # without a limit, a writer that needs no count never counts
         self.counts = counts and self.counting
+        self.data_tokens = for_model(job.model, job.policy)
 
     def retarget(self, retrieved: Sequence[Sequence[int]], rows: range | None) -> None:
         """Serve other rows of the same job next (``retrieved`` indexed by row, as for the
@@ -112,6 +122,8 @@ class RowPlanner:
         """
         if self.compat and ("{" in rest or "}" in rest):
             return GENERIC  # OpenCompass re-fills values holding braces (D1)
+        if self.data_tokens is not None and self.data_tokens.holds(values):
+            return GENERIC  # special-token text from data: ids from its spans (D23)
         limit = self.limit
         if not self.counts:
             if limit is None:

@@ -137,11 +137,13 @@ class Lines:
                                               "stop_token_ids": list(settings.stop_token_ids)}
                                              )[1:-2]
         self.ids: Any = None  # with tokenize: the JSON of a prompt's input_ids
-        self.record_ids: Any = None
-        if model.tokenize:
-            from ..model.token_ids import IdsJson, RecordIds
+        from ..inspection.spans import record_ids  # which text came from data (D23)
 
-            self.ids, self.record_ids = IdsJson(job), RecordIds(job)
+        self.record_ids: Any = record_ids(job, kind, params, self.labels)
+        if model.tokenize:
+            from ..model.token_ids import IdsJson
+
+            self.ids = IdsJson(job)
         self.mask = b', "mask_length": 0' if kind == "ppl" else b""
 
     def over(self, retrieved: Sequence[Sequence[int]], rows: range | None) -> Lines:
