@@ -6,6 +6,9 @@ number of files that name them, most used first; ties by name.
 
     python tools/oc_loader_table.py [OPENCOMPASS_PACKAGE_DIR] [--top N] [--markdown]
 
+The last column says how this project reads each class's rows (native reader, built-in path
+reader, or OpenCompass's own loader).
+
 OPENCOMPASS_PACKAGE_DIR is the folder holding the ``opencompass`` package (default:
 ``$PC_OPENCOMPASS_PACKAGE``). Reading is static (the files are parsed, never run).
 """
@@ -63,6 +66,17 @@ def count(package_dir: Path) -> tuple[Counter[str], int]:
     return counts, files
 
 
+def route(name: str) -> str:
+    """How this project reads the class's rows: ``native``, ``built-in`` (a path reader),
+    or ``OpenCompass`` (its own loader, in another interpreter)."""
+    from prompt_compiler.data.opencompass import native_reader
+    from prompt_compiler.data.sources import BUILTIN_READERS
+
+    if native_reader(name) is not None:
+        return "native"
+    return "built-in" if name in BUILTIN_READERS else "OpenCompass"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -77,12 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.top:
         ranked = ranked[: args.top]
     if args.markdown:
-        print("| rank | class | config files |\n| ---: | --- | ---: |")
+        print("| rank | class | config files | rows read by |\n| ---: | --- | ---: | --- |")
         for rank, (name, n) in enumerate(ranked, 1):
-            print(f"| {rank} | `{name}` | {n} |")
+            print(f"| {rank} | `{name}` | {n} | {route(name)} |")
     else:
         for rank, (name, n) in enumerate(ranked, 1):
-            print(f"{rank:4d}  {name:<40s} {n:5d}")
+            print(f"{rank:4d}  {name:<40s} {n:5d}  {route(name)}")
     print(f"# {len(counts)} classes named by {files} config files", file=sys.stderr)
     return 0
 

@@ -50,7 +50,7 @@ def load_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "",
-          hint: str = "") -> Path:
+          hint: str = "") -> str:
     path = arguments.get("path")
     if not isinstance(path, str) or not path:
         raise ConfigError(f"{reader.name}: 'path' must be a dataset id or a path, got "
@@ -58,7 +58,7 @@ def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "
     local_mode = reader.local_mode
     if local_mode is None:
         local_mode = bool(arguments.get("local_mode", False))
-    return resolve(path, local_mode=local_mode, elsewhere=elsewhere, hint=hint).path
+    return resolve(path, local_mode=local_mode, elsewhere=elsewhere, hint=hint).text
 
 
 def loader_rows(type_name: str, spec: Mapping[str, Any], opencompass_python: Any = None, *,
@@ -84,8 +84,8 @@ def loader_rows(type_name: str, spec: Mapping[str, Any], opencompass_python: Any
     root = _root(reader, arguments, elsewhere, hint)
     rows = reader.load(root, arguments)
     if isinstance(rows, dict):
-        return LoadedRows(None, rows, str(root))
-    return LoadedRows(rows, None, str(root))
+        return LoadedRows(None, rows, root)
+    return LoadedRows(rows, None, root)
 
 
 def loader_files(type_name: str, spec: Mapping[str, Any],

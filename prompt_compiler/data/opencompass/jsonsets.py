@@ -1,4 +1,4 @@
-"""Loaders of whole JSON files: MATH and BIG-Bench Hard."""
+"""Loaders of whole JSON files: MATH, BIG-Bench Hard, GAOKAO-Bench, FOFO."""
 
 from __future__ import annotations
 
@@ -63,7 +63,42 @@ def _bbh(files: list[Path], path: str, name: str) -> Splits:
     return from_list(examples, str(file))
 
 
+def _gaokao(files: list[Path], path: str, filename: str, name: str) -> Splits:
+    """``GaokaoBenchDataset``: the ``example`` list of the file at ``path + filename``."""
+    (file,) = files
+    data = json_document(file)
+    examples = data.get("example") if isinstance(data, dict) else None
+    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
+        raise DataError(f"{file}: expected an object whose 'example' is a list of objects")
+    return from_list(examples, str(file))
+
+
+_FOFO_KEYS = ("id", "domain", "sub_domain", "format", "format_type")
+
+
+def _fofo(files: list[Path], path: str, name: str, *args: Any, **kwargs: Any) -> Splits:
+    """``FofoDataset``: each problem's ``instruction`` as ``question``, and ``judge``: the
+    language (``cn`` when the name holds it, else ``en``), the problem's id, domain,
+    sub-domain, format, format type and the question."""
+    (file,) = files
+    data = json_document(file)
+    if not isinstance(data, list):
+        raise DataError(f"{file}: expected a list of problems, got {type(data).__name__}")
+    rows: list[Row] = []
+    for n, problem in enumerate(data):
+        try:
+            question = problem["instruction"]
+            judge = {"lan": "cn" if "cn" in name else "en",
+                     **{key: problem[key] for key in _FOFO_KEYS}, "question": question}
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"{file}: problem {n}: a FOFO problem needs {exc}") from None
+        rows.append({"question": question, "judge": judge})
+    return from_list(rows, str(file))
+
+
 READERS = (
     NativeReader("MATHDataset", _math, ("{file_name}",)),
     NativeReader("BBHDataset", _bbh, ("{name}.json",)),
+    NativeReader("GaokaoBenchDataset", _gaokao, ("{filename}",), appended=True),
+    NativeReader("FofoDataset", _fofo, ("{name}.json",), local_mode=True),
 )

@@ -30,6 +30,7 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/ai2_arc-dev": "./data/ARC/ARC-c/ARC-Challenge-Dev.jsonl",
     "opencompass/ai2_arc-easy-dev": "./data/ARC/ARC-e/ARC-Easy-Dev.jsonl",
     "opencompass/ai2_arc-test": "./data/ARC/ARC-c/ARC-Challenge-Test.jsonl",
+    "opencompass/GAOKAO-BENCH": "./data/GAOKAO-BENCH/data",
     "opencompass/aime2024": "./data/aime.jsonl",
     "opencompass/bbh": "./data/BBH/data",
     "opencompass/ceval-exam": "./data/ceval/formal_ceval",
@@ -59,6 +60,9 @@ class DataPath:
 
     path: Path
     """The file or folder OpenCompass reads (it exists)."""
+    text: str
+    """The same path spelt as OpenCompass spells it (a trailing ``/`` kept), for loaders that
+    append a file name to it as text."""
     tried: tuple[str, ...]
     """Every place looked at, in order."""
 
@@ -78,7 +82,7 @@ def resolve(dataset_id: str, *, local_mode: bool = False,
     env = os.environ if environ is None else environ
     cache = env.get("COMPASS_DATA_CACHE", "")
     if os.path.isabs(dataset_id):
-        return DataPath(Path(dataset_id), (dataset_id,))
+        return DataPath(Path(dataset_id), dataset_id, (dataset_id,))
     if local_mode:
         local = os.path.join(cache, dataset_id)
     else:
@@ -93,10 +97,11 @@ def resolve(dataset_id: str, *, local_mode: bool = False,
     base = Path.cwd() if cwd is None else cwd
     first = base / local
     if first.exists():
-        return DataPath(first, (str(first),))
-    second = Path(os.path.join(os.path.expanduser(DEFAULT_CACHE), local))
+        return DataPath(first, os.path.join(base, local), (str(first),))
+    second_text = os.path.join(os.path.expanduser(DEFAULT_CACHE), local)
+    second = Path(second_text)
     if second.exists():
-        return DataPath(second, (str(first), str(second)))
+        return DataPath(second, second_text, (str(first), str(second)))
     raise DataError(
         f"no data at {first} (nor at {second}): OpenCompass would download "
         f"{dataset_id!r} there (from its dataset URLs, or the hub DATASET_SOURCE names); "

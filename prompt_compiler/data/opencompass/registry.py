@@ -36,6 +36,9 @@ class NativeReader:
     ``{name}``-style fields are ``load``'s arguments."""
     local_mode: bool | None = False
     """``get_data_path``'s ``local_mode``: fixed, or None for ``load``'s own argument."""
+    appended: bool = False
+    """The files are the resolved path's text followed by each entry of :attr:`files`
+    (``path + filename``), not files under it."""
 
     def arguments(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """``load``'s arguments from the config's ``kwargs``, defaults filled in.
@@ -57,15 +60,19 @@ class NativeReader:
             arguments.update(arguments.pop(extra, {}))
         return arguments
 
-    def data_files(self, root: Path, arguments: Mapping[str, Any]) -> list[Path]:
-        """The files read under ``root`` (the resolved ``path``)."""
+    def data_files(self, root: str, arguments: Mapping[str, Any]) -> list[Path]:
+        """The files read under ``root`` (the resolved ``path``, spelt as OpenCompass
+        spells it)."""
         try:
-            return [root / f.format(**arguments) if f else root for f in self.files]
+            names = [f.format(**arguments) for f in self.files]
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(f"{self.name}: cannot name its files from the arguments "
                               f"({exc})") from None
+        if self.appended:
+            return [Path(root + name) for name in names]
+        return [Path(root, name) if name else Path(root) for name in names]
 
-    def load(self, root: Path, arguments: Mapping[str, Any]) -> Splits:
+    def load(self, root: str, arguments: Mapping[str, Any]) -> Splits:
         """The rows, read from the files under ``root``.
 
         Raises:
@@ -81,10 +88,10 @@ class NativeReader:
 
 def native_readers() -> dict[str, NativeReader]:
     """Every native reader by class name (each family module lists its own)."""
-    from . import choices, exams, jsonsets, lines, qa
+    from . import choices, code, exams, jsonsets, lines, qa
 
     found: dict[str, NativeReader] = {}
-    for family in (exams, lines, jsonsets, choices, qa):
+    for family in (exams, lines, code, jsonsets, choices, qa):
         readers: Sequence[NativeReader] = family.READERS
         for reader in readers:
             if reader.name in found:
