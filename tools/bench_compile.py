@@ -5,6 +5,8 @@
                                   [--jobs 1] [--memory-rows 1000000]
                                   [--only startup,gen,ppl,memory]
                                   [--opencompass PYTHON [--opencompass-rows 5000]]
+                                  [--only mmlu-csv [--mmlu-rows 1000]]
+                                  [--only bridge --opencompass-python PYTHON [--bridge-rows N]]
 
 Writes, into a temporary folder, a dataset config in the shape of OpenCompass's
 ``mmlu/mmlu_gen_4d595a.py`` (5-shot FixK, a dict ICE template, ``</E>`` in ``begin``), one in
@@ -24,11 +26,21 @@ With ``--opencompass PYTHON`` (an interpreter with OpenCompass 0.5.4 installed),
 also run by OpenCompass itself, in-process on the first ``--opencompass-rows`` test rows of the
 same files (``tools/bench_opencompass.py``), and the ratio of the rates is printed.
 The configs are written by hand for this benchmark; no OpenCompass file is copied.
+
+``mmlu-csv`` (needs ``$PC_OPENCOMPASS_PACKAGE``, OpenCompass 0.5.4's files, never imported):
+OpenCompass's own ``mmlu/mmlu_gen.py`` suite (57 subsets) read through ``read_base``, its rows
+once from the native folder ``./data/mmlu/{dev,test}/<name>_{dev,test}.csv`` (as the
+OpenCompassData zip unpacks; ``--mmlu-rows`` synthetic test rows a subset) and once from the
+same rows as JSONL (``--data-dir``); the CSV rate over the JSONL rate is printed.
+``bridge`` (needs ``--opencompass-python``): a ``GSMHardDataset`` (not native) of
+``--bridge-rows`` rows through OpenCompass's own loader, the first run (an OpenCompass process,
+rows into an empty cache) and the cached run (no process), each the whole CLI process.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import subprocess
@@ -225,6 +237,94 @@ def _opencompass(args: argparse.Namespace, root: Path, name: str, config: str, r
           f"{ours / rate:5.1f}x")
 
 
+EVAL_MMLU = """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.mmlu.mmlu_gen import mmlu_datasets
+
+datasets = mmlu_datasets
+"""
+
+EVAL_GSM_HARD = """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.gsm_hard.gsmhard_gen import gsmhard_datasets
+
+datasets = gsmhard_datasets
+"""
+
+
+def _mmlu_csv(args: argparse.Namespace, root: Path, cli: list[str]) -> None:
+    """OpenCompass's mmlu_gen suite from its native CSV folder vs the same rows as JSONL."""
+    package = os.environ.get("PC_OPENCOMPASS_PACKAGE")
+    if not package:
+        sys.exit("mmlu-csv: set PC_OPENCOMPASS_PACKAGE to a folder holding OpenCompass 0.5.4")
+    configs = str(Path(package) / "opencompass" / "configs")
+    sys.path.insert(0, str(ROOT))
+    import prompt_compiler as pc
+
+    csv_dir, jsonl_dir = root / "mmlu_csv", root / "mmlu_jsonl"
+    csv_dir.mkdir()
+    jsonl_dir.mkdir()
+    for folder in (csv_dir, jsonl_dir):
+        (folder / "eval_mmlu.py").write_text(EVAL_MMLU, encoding="utf-8")
+        (folder / "model.py").write_text(MODEL, encoding="utf-8")
+    suite = pc.load(csv_dir / "eval_mmlu.py", opencompass_configs=configs, models=["chatml"])
+    keys = ("input", "A", "B", "C", "D", "target")
+    for d, dataset in enumerate(suite.datasets):
+        name = dataset.spec["name"]
+        for split, n in (("dev", 5), ("test", args.mmlu_rows)):
+            rows = [dict(zip(keys, _row(d * 100_000 + i, "input", "target").values(),
+                             strict=True)) for i in range(n)]
+            target = csv_dir / "data" / "mmlu" / split / f"{name}_{split}.csv"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("w", encoding="utf-8", newline="") as fh:
+                csv.writer(fh).writerows([r[k] for k in keys] for r in rows)
+            lines = jsonl_dir / "data" / dataset.abbr / f"{split}.jsonl"
+            lines.parent.mkdir(parents=True, exist_ok=True)
+            with lines.open("w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    rates = {}
+    for label, folder, extra in (("jsonl", jsonl_dir, ["--data-dir", "data"]),
+                                 ("csv", csv_dir, [])):
+        out = folder / "out"
+        dt, cpu, rss = _run([*cli, "eval_mmlu.py", "--model", "model.py", "--opencompass-configs",
+                             configs, "-o", str(out), *extra], folder)
+        n = _count(out)
+        rates[label] = n / cpu
+        print(f"mmlu   [{label:<5}] 57 subsets {args.mmlu_rows:>6} rows each {n:>8} prompts "
+              f"{dt:6.2f} s {n / dt:8.0f} prompts/s | cpu {cpu:6.2f} s {n / cpu:8.0f} "
+              f"prompts/cpu-s | peak RSS {rss:6.1f} MiB")
+    print(f"mmlu   native CSV folder / JSONL (cpu rate): {rates['csv'] / rates['jsonl']:6.1%}")
+
+
+def _bridge(args: argparse.Namespace, root: Path, cli: list[str]) -> None:
+    """A class with no native reader through OpenCompass's loader: first and cached run."""
+    package = os.environ.get("PC_OPENCOMPASS_PACKAGE")
+    if not package or not args.opencompass_python:
+        sys.exit("bridge: needs --opencompass-python PYTHON and PC_OPENCOMPASS_PACKAGE")
+    configs = str(Path(package) / "opencompass" / "configs")
+    folder = root / "bridge"
+    data = folder / "data" / "gsm-hard" / "test.jsonl"
+    data.parent.mkdir(parents=True)
+    (folder / "model.py").write_text(MODEL, encoding="utf-8")
+    with data.open("w", encoding="utf-8") as fh:
+        for i in range(args.bridge_rows):
+            fh.write(json.dumps({"input": _words(i, 40) + "?", "code": "", "target": i}) + "\n")
+    (folder / "eval_gsm_hard.py").write_text(EVAL_GSM_HARD, encoding="utf-8")
+    os.environ["XDG_CACHE_HOME"] = str(folder / "cache")  # an empty cache: the first run loads
+    for label in ("first run", "cached run"):
+        out = folder / "out"
+        dt, cpu, rss = _run([*cli, "eval_gsm_hard.py", "--model", "model.py",
+                             "--opencompass-configs", configs, "--opencompass-python",
+                             args.opencompass_python, "-o", str(out)], folder)
+        print(f"bridge [{label:<10}] GSMHardDataset {args.bridge_rows:>7} rows {_count(out):>7} "
+              f"prompts {dt:6.2f} s wall | cpu {cpu:6.2f} s | peak RSS {rss:6.1f} MiB (the "
+              "OpenCompass process included)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=50_000, help="gen test rows")
@@ -239,6 +339,11 @@ def main() -> None:
                          "the same gen and ppl jobs (tools/bench_opencompass.py) side by side")
     ap.add_argument("--opencompass-rows", type=int, default=5_000,
                     help="rows of OpenCompass's runs (it is slow: rates are compared)")
+    ap.add_argument("--mmlu-rows", type=int, default=1_000,
+                    help="mmlu-csv: test rows of each of the 57 subsets")
+    ap.add_argument("--opencompass-python", metavar="PYTHON",
+                    help="bridge: the python of a venv with OpenCompass 0.5.4")
+    ap.add_argument("--bridge-rows", type=int, default=10_000, help="bridge: rows of the dataset")
     args = ap.parse_args()
     runs = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bench_compile.") as tmp:
@@ -284,6 +389,10 @@ def main() -> None:
                       f"prompts/cpu-s | peak RSS {rss:6.1f} MiB")
             if args.opencompass:
                 _opencompass(args, root, name, config, rows, data, ours[name])
+        if "mmlu-csv" in runs:
+            _mmlu_csv(args, root, cli)
+        if "bridge" in runs:
+            _bridge(args, root, cli)
         if "memory" in runs:
             big = args.memory_rows
             _write_rows(root / "big" / mmlu / "dev.jsonl", 5, "input", "target")
