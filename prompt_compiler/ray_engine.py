@@ -396,17 +396,21 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
 
 def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
                   settings: CompileSettings, progress: Any,
-                  shards: dict[str, ShardPlan] | None = None) -> None:
+                  shards: dict[str, ShardPlan] | None = None,
+                  digests: dict[str, str] | None = None) -> None:
     """Compile ``pairs`` on the Ray instance this process is connected to, writing each
     pair's file into ``writer`` and its manifest entry into ``outputs``; with ``shards`` (the
-    plan of each pair by its ``out_name``), the workers write the shards themselves."""
+    plan of each pair by its ``out_name``), the workers write the shards themselves, and a
+    worker plans each pair (reads its rows, hashes its row files into ``digests`` by real
+    path), so that this process reads no row and no record."""
     import ray
 
     from .emit.names import on_disk
 
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     if shards is not None:
-        _shard_pairs(pairs, writer, outputs, settings, shards, progress, cpus)
+        _shard_pairs(pairs, writer, outputs, settings, shards, progress, cpus,
+                     {} if digests is None else digests)
         return
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair)
     plans = [_plan(pair, settings, cpus) for pair in pairs]
@@ -591,17 +595,40 @@ def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: Compile
     return out
 
 
+def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan
+                 ) -> tuple[Any, dict[str, str]]:
+    """Task: :func:`_plan` of one sharded pair (its shots put in the object store), and the
+    sha256 of its row files (the manifest's inputs) by real path."""
+    import ray
+
+    from .data.sources import row_files
+    from .emit.records import sha256_file
+
+    _chdir(cwd)
+    digests = {os.path.realpath(f): sha256_file(f)
+               for f in row_files(pair.dataset, settings.data_dir) if os.path.isfile(f)}
+    found = _plan(pair, settings, cpus, shard)
+    if found is not None and found[1] is not None:
+        found = (found[0], ray.put(found[1]), found[2])
+    return found, digests
+
+
 def _shard_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
                  settings: CompileSettings, plans: dict[str, ShardPlan], progress: Any,
-                 cpus: int) -> None:
-    """Every pair's shards written by Ray workers into ``writer``'s staging folder: a small
-    pair by one task, a large one by a Ray Data stage of one item per shard. Only names,
-    counts and digests come back."""
+                 cpus: int, digests: dict[str, str]) -> None:
+    """Every pair's shards written by Ray workers into ``writer``'s sink: a small pair by
+    one task, a large one by a Ray Data stage of one item per shard. Only names, counts and
+    digests come back; the pairs are planned by tasks too."""
     import ray
 
     whole = ray.remote(max_retries=3, retry_exceptions=False)(_whole_pair_shards)
+    planner = ray.remote(max_retries=3, retry_exceptions=False)(_remote_plan)
     cwd = os.getcwd()
-    found = [_plan(pair, settings, cpus, plans[pair.out_name]) for pair in pairs]
+    found = []
+    for plan, hashed in _get([planner.remote(cwd, pair, settings, cpus, plans[pair.out_name])
+                              for pair in pairs]):
+        found.append(plan)
+        digests.update(hashed)
     singles = {k: whole.remote(cwd, pair, settings, plans[pair.out_name], writer.sink())
                for k, (pair, plan) in enumerate(zip(pairs, found, strict=True)) if plan is None}
     try:
@@ -641,7 +668,7 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
         stage = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
             cast(Any, _shard_batches), batch_size=1, batch_format="numpy", num_cpus=1,
             zero_copy_batch=True,
-            fn_args=(cwd, pair, settings, ray.put(shots), plan, writer.sink()))
+            fn_args=(cwd, pair, settings, shots, plan, writer.sink()))
         try:
             for batch in stage.iter_batches(batch_size=None, batch_format="numpy",
                                             prefetch_batches=0):

@@ -486,10 +486,11 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         writer = OutputDir(out, replace_foreign=replace_foreign).open()
     limits = {k: v for k, v in (("batch_lines", batch_lines), ("batch_bytes", batch_bytes))
               if v is not None}
+    digests: dict[str, str] = {}  # inputs hashed by the workers that read them
     try:
         if settings.shard_rows and writer is not None:
             _compile_shards(pairs, writer, outputs, settings, format, limits, engine,
-                            ray_address, progress)
+                            ray_address, progress, digests)
         elif engine == "ray" and writer is not None:
             from .ray_engine import compile_pairs, ray_session
 
@@ -521,7 +522,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
                                   arguments=arguments, models=manifest_models(
                                       {p.model.abbr: p.model for p in pairs}.values(), mode),
                                   environment={name: digest for cfg in suite.configs
-                                               for name, digest in cfg.environment})
+                                               for name, digest in cfg.environment},
+                                  digests=digests)
         if writer is not None:
             writer.write_json(MANIFEST, manifest)
             writer.commit()
@@ -534,7 +536,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
 
 def _compile_shards(pairs: Sequence[Pair], writer: Any, outputs: dict[str, dict[str, Any]],
                     settings: CompileSettings, fmt: str, limits: Mapping[str, int],
-                    engine: str, ray_address: str | None, progress: Any) -> None:
+                    engine: str, ray_address: str | None, progress: Any,
+                    digests: dict[str, str]) -> None:
     """``--shard-rows``: every pair's shards, written by whoever compiles them (this process
     with ``--jobs 1``, the pool's processes, Ray's workers); their entries into ``outputs``."""
     from .emit.shards import pair_entry, pair_folder, plan_for, write_shards
@@ -545,7 +548,8 @@ def _compile_shards(pairs: Sequence[Pair], writer: Any, outputs: dict[str, dict[
         from .ray_engine import compile_pairs, ray_session
 
         with ray_session(ray_address, settings.jobs):
-            compile_pairs(list(pairs), writer, outputs, settings, progress, shards=plans)
+            compile_pairs(list(pairs), writer, outputs, settings, progress, shards=plans,
+                          digests=digests)
         return
     if settings.jobs > 1:
         from .parallel import compile_parallel_shards

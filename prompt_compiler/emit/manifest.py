@@ -64,7 +64,8 @@ def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLik
                    root: Path, outputs: Mapping[str, Mapping[str, Any]],
                    arguments: Mapping[str, Any] | None = None,
                    models: Mapping[str, Mapping[str, Any]] | None = None,
-                   environment: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+                   environment: Mapping[str, str | None] | None = None,
+                   digests: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The manifest as a dict; inputs and outputs sorted by path, each input hashed.
 
     ``arguments``: the CLI arguments that shape the output (``--only``, ``--limit``, ...),
@@ -72,9 +73,11 @@ def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLik
     chat-template settings no input file shows (the ``date`` its template prints, its
     ``chat_template_kwargs`` and their sha256), when any model has some. ``environment``:
     the environment variables the Python configs read, each with the sha256 of its value
-    (``None``: unset), when they read any.
+    (``None``: unset), when they read any. ``digests``: inputs already hashed elsewhere (by
+    a worker that read them), by real path.
     """
     files = {input_path(p, root): Path(p) for p in inputs if Path(p).is_file()}
+    known = digests or {}
     head: dict[str, Any] = {"tool": TOOL, "version": version, "mode": mode}
     if arguments:
         head["arguments"] = dict(arguments)
@@ -84,7 +87,8 @@ def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLik
         head["environment"] = {name: environment[name] for name in sorted(environment)}
     return {
         **head,
-        "inputs": [{"path": name, "sha256": sha256_file(files[name])} for name in sorted(files)],
+        "inputs": [{"path": name, "sha256": known.get(os.path.realpath(files[name]))
+                    or sha256_file(files[name])} for name in sorted(files)],
         "outputs": {name: dict(outputs[name]) for name in sorted(outputs)},
     }
 
