@@ -227,12 +227,13 @@ def _reachable(address: str) -> None:
                                "inside a Ray job") from None
 
 
-def _worker_job(pair: Any, settings: CompileSettings
+def _worker_job(pair: Any, settings: CompileSettings, fresh: bool = False
                 ) -> tuple[Any, str, dict[str, Any], Any]:
-    """The pair's job, built once in this worker process (rows stream from their file)."""
+    """The pair's job, built once in this worker process (rows stream from their file);
+    ``fresh``: built for this call alone (its rows are a window of the file)."""
     key = (pair.out_name, pair.dataset.config_path, pair.dataset.key_path, settings.data_dir,
            settings.mode)
-    found = _JOBS.get(key)
+    found = None if fresh else _JOBS.get(key)
     if found is None:
         from .data.sources import attach_rows
 
@@ -240,9 +241,11 @@ def _worker_job(pair: Any, settings: CompileSettings
                                   settings.opencompass_python, no_rows=settings.no_rows)
         job, kind, params = settings.compiler().job(
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
-        if len(_JOBS) > 8:
-            _JOBS.clear()
-        found = _JOBS[key] = (job, kind, params, None)
+        found = (job, kind, params, None)
+        if not fresh:
+            if len(_JOBS) > 8:
+                _JOBS.clear()
+            _JOBS[key] = found
     return found
 
 
@@ -315,13 +318,13 @@ def _compile_block(k: int, rows: range, ids: bytes, cwd: str, pair: Any,
     return (rel, b"") if data is None else ("", data)
 
 
-def _block_job(rows: range, ids: bytes, pair: Any, settings: CompileSettings, shots: Any
-               ) -> PreparedJob:
+def _block_job(rows: range, ids: bytes, pair: Any, settings: CompileSettings, shots: Any,
+               fresh: bool = False) -> PreparedJob:
     """The pair's job in this worker, with the example ids of ``rows`` (carried in ``ids``,
-    or found here from the shots)."""
+    or found here from the shots); ``fresh``: see :func:`_worker_job`."""
     import orjson
 
-    job, kind, params, _ = _worker_job(pair, settings)
+    job, kind, params, _ = _worker_job(pair, settings, fresh)
     if ids:
         retrieved: Sequence[Any] = Offset(orjson.loads(ids), rows.start)
     else:
@@ -353,11 +356,12 @@ def _from_store(ref: Any) -> Any:
     return _STORED[key]
 
 
-def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | None = None
-          ) -> tuple[list[Any], Any, Any] | None:
+def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | None = None,
+          keep: list[Any] | None = None) -> tuple[list[Any], Any, Any] | None:
     """A large planned pair's row ranges (with ``shard``: ``(rows, shards, first record)``
     of each shard, :func:`~prompt_compiler.emit.shards.shard_tasks`), its shots (found by
-    each task) or retrieved ids (found here once); None for a pair compiled as one task."""
+    each task) or retrieved ids (found here once); None for a pair compiled as one task.
+    ``keep``: the job is appended to it."""
     from .data.sources import NotPeekable, attach_rows, peeking
     from .plan import plannable
 
@@ -370,6 +374,8 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
             dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
     except (PromptCompilerError, NotPeekable):
         return None  # the task raises it again, located as the local engine does
+    if keep is not None:
+        keep.append(job)
     n = len(job.rows.test)
     if settings.spans or kind not in ("gen", "ppl") or n < 2 * MIN_RANGE_ROWS or not plannable(
             job, kind, params):
@@ -568,21 +574,29 @@ def _whole_pair_shards(cwd: str, pair: Any, settings: CompileSettings, plan: Sha
 
 
 def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
-                   shots: Any, plan: ShardPlan, sink: ShardSink) -> dict[str, list[Any]]:
+                   shots: Any, plan: ShardPlan, sink: ShardSink, lines: Any
+                   ) -> dict[str, list[Any]]:
     """The ``map_batches`` function of a large sharded pair: one item per shard (its rows,
-    its number, the record number of its first row, the ids of its rows or none) in, the
-    shard's manifest entries (JSON) or its error (pickled) out."""
+    its number, the record number of its first row, the ids of its rows or none, the rows
+    of the test file it reads when ``lines`` counted them) in, the shard's manifest entries
+    (JSON) or its error (pickled) out."""
     import orjson
 
+    from .data.windows import row_windows
+
     out: dict[str, list[Any]] = {"block": [], "entries": [], "error": []}
-    for k, start, stop, k0, k1, first, ids in zip(
+    for k, start, stop, k0, k1, first, ids, w0, w1 in zip(
             batch["block"], batch["start"], batch["stop"], batch["k0"], batch["k1"],
-            batch["first"], batch["ids"], strict=True):
+            batch["first"], batch["ids"], batch["w0"], batch["w1"], strict=True):
         entries, error = b"", b""
         try:
             _chdir(cwd)
             rows = range(int(start), int(stop))
-            prepared = _block_job(rows, bytes(ids), pair, settings, shots)
+            if lines is not None:  # this worker finds its own rows in the file
+                with row_windows({lines.file: (lines, range(int(w0), int(w1)))}):
+                    prepared = _block_job(rows, bytes(ids), pair, settings, shots, fresh=True)
+            else:
+                prepared = _block_job(rows, bytes(ids), pair, settings, shots)
             shards = write_shards(sink, pair_folder(pair.out_name),
                                   range_lines(pair, prepared, rows, Counts()), plan,
                                   start=int(first), shards=range(int(k0), int(k1)))
@@ -597,20 +611,69 @@ def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: Compile
 
 def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan
                  ) -> tuple[Any, dict[str, str]]:
-    """Task: :func:`_plan` of one sharded pair (its shots put in the object store), and the
-    sha256 of its row files (the manifest's inputs) by real path."""
-    import ray
-
+    """Task: :func:`_plan` of one sharded pair, and the sha256 of its row files (the
+    manifest's inputs) by real path. (Its shots come back by value: an object this task
+    put in the store would be lost with its worker process.)"""
     from .data.sources import row_files
     from .emit.records import sha256_file
 
     _chdir(cwd)
-    digests = {os.path.realpath(f): sha256_file(f)
-               for f in row_files(pair.dataset, settings.data_dir) if os.path.isfile(f)}
-    found = _plan(pair, settings, cpus, shard)
-    if found is not None and found[1] is not None:
-        found = (found[0], ray.put(found[1]), found[2])
+    files = [f for f in row_files(pair.dataset, settings.data_dir) if os.path.isfile(f)]
+    digests = {os.path.realpath(f): sha256_file(f) for f in files}
+    found: Any = None
+    lines = _count_rows(files)
+    if lines is not None:  # plan with only row 0 of the test file read
+        from .data.windows import row_windows
+
+        keep: list[Any] = []
+        with row_windows({lines.file: (lines, range(0))}):
+            found = _plan(pair, settings, cpus, shard, keep)
+        offset = _window_offset(keep[0], lines) if keep else None
+        if found is not None and offset is not None:
+            found = (*found, lines, offset)
+        else:
+            found = None
+    if found is None:
+        found = _plan(pair, settings, cpus, shard)
+        found = None if found is None else (*found, None, 0)
     return found, digests
+
+
+WINDOW_BYTES = 8 << 20
+"""A test file of JSON Lines this large is counted by tasks, and each shard task indexes only
+its own rows (smaller ones are indexed whole by each worker)."""
+
+
+def _count_rows(files: Sequence[Any]) -> Any:
+    """The :class:`~prompt_compiler.data.windows.LineRanges` of a pair's one large JSON
+    Lines file, its byte ranges counted by Ray tasks; None when there is not exactly one."""
+    import ray
+
+    from .data.windows import byte_ranges, count_range, line_ranges
+
+    large = [os.path.realpath(f) for f in files
+             if str(f).endswith(".jsonl") and os.path.getsize(f) >= WINDOW_BYTES]
+    if len(large) != 1:
+        return None
+    counter = ray.remote(max_retries=3)(count_range)
+    counted = ray.get([counter.remote(large[0], lo, hi) for lo, hi in byte_ranges(large[0])])
+    return line_ranges(large[0], counted)
+
+
+def _window_offset(job: Any, lines: Any) -> int | None:
+    """Where the job's test row 0 lies in the counted file, when each shard task can read a
+    window of it (the test split is that file, rows in file order, and the training split is
+    another file); else None."""
+    from .data.reader import RowView
+    from .data.windows import JsonlWindow
+
+    test, train = job.rows.test, job.rows.train
+    if not (isinstance(test, RowView) and isinstance(test.source, JsonlWindow)
+            and isinstance(test.positions, range) and test.positions.step == 1):
+        return None
+    if isinstance(train, RowView) and isinstance(train.source, JsonlWindow):
+        return None  # examples are read by id from the same file
+    return test.positions.start
 
 
 def _shard_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
@@ -657,9 +720,10 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
     import orjson
     import ray
 
-    tasks, shots, retrieved = found
+    tasks, shots, retrieved, lines, offset = found
     items = [{"block": j, "start": rows.start, "stop": rows.stop, "k0": ks.start,
-              "k1": ks.stop, "first": first,
+              "k1": ks.stop, "first": first, "w0": rows.start + offset,
+              "w1": rows.stop + offset,
               "ids": b"" if retrieved is None else orjson.dumps([list(retrieved[i])
                                                                  for i in rows])}
              for j, (rows, ks, first) in enumerate(tasks)]
@@ -668,7 +732,7 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
         stage = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
             cast(Any, _shard_batches), batch_size=1, batch_format="numpy", num_cpus=1,
             zero_copy_batch=True,
-            fn_args=(cwd, pair, settings, shots, plan, writer.sink()))
+            fn_args=(cwd, pair, settings, ray.put(shots), plan, writer.sink(), lines))
         try:
             for batch in stage.iter_batches(batch_size=None, batch_format="numpy",
                                             prefetch_batches=0):

@@ -97,3 +97,33 @@ def test_a_worker_killed_mid_run_leaves_the_shard_set_unchanged(big: Path, clust
     assert killed is not None, "no shard task was seen running"
     assert proc.returncode == 0, err
     assert _tree(big / "killed") == _tree(big / "ref")
+
+
+def test_workers_find_their_own_rows_in_a_large_file(tmp_path: Path, cluster: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # 200,000 rows (over 8 MB) after a BOM, with blank lines: the pair is planned with only
+    # row 0 read, its byte ranges counted by tasks, each shard task indexing its own rows
+    import prompt_compiler.suite as S
+    from prompt_compiler.emit.shards import plan_for
+    from prompt_compiler.ray_engine import _remote_plan
+
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
+    with (tmp_path / "test.jsonl").open("w", encoding="utf-8") as fh:
+        fh.write("\ufeff")
+        for i in range(200_000):
+            fh.write(json.dumps(_test_row(i)) + ("\n\n \n" if i % 9_999 == 0 else "\n"))
+    assert (tmp_path / "test.jsonl").stat().st_size > 8 << 20
+    (tmp_path / "suite.py").write_text(SUITE.format(ext="jsonl"))
+    pair = S.load([tmp_path / "suite.py"]).pairs("ppl-fixk")[0]
+    monkeypatch.chdir(tmp_path)
+    found, digests = ray.get(ray.remote(_remote_plan).remote(
+        str(tmp_path), pair, S.CompileSettings(), 2, plan_for(pair, 49_999)))
+    tasks, _, _, lines, offset = found
+    assert (lines.total, offset, len(tasks)) == (200_000, 0, 9)  # 400,000 records
+    assert sorted(digests) == [str((tmp_path / "test.jsonl").resolve()),
+                               str((tmp_path / "train.jsonl").resolve())]
+    args = ("suite.py", "--only", "gen-fixk", "--only", "ppl-fixk", "--shard-rows", "49999")
+    _ok(run_cli(*args, "-o", "local", cwd=tmp_path, timeout=300))
+    _ok(run_cli(*args, "-o", "ray", "--engine", "ray", "--ray-address", cluster, cwd=tmp_path,
+                timeout=600))
+    assert _tree(tmp_path / "ray") == _tree(tmp_path / "local")

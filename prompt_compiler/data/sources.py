@@ -492,7 +492,10 @@ def _jsonl(file: Path) -> Sequence[Row]:
     """A regular file streams (:class:`JsonlRows`); a pipe (allowed by
     ``PROMPT_COMPILER_READ_PIPES=1``) is read now, once; anything else is refused."""
     if _check_kind(file, folder_ok=False) == "file":
-        return JsonlRows(file)
+        from .windows import windowed
+
+        window = windowed(file)
+        return window if window is not None else JsonlRows(file)
     if _PEEKING.get():
         raise NotPeekable(str(file))
     return read_jsonl(file)
@@ -653,9 +656,13 @@ class JsonlRows(LazyRows):
         if self._fd is None:
             self._fd = _open_regular(self.file)
             weakref.finalize(self, os.close, self._fd)
-        start = self._starts[index]
-        line = os.pread(self._fd, self._ends[index] - start, start)
+        start, end = self._span(index)
+        line = os.pread(self._fd, end - start, start)
         return _parse_line(line, self.file, self._lineno(index), index)
+
+    def _span(self, index: int) -> tuple[int, int]:
+        """Where row ``index`` lies in the file: its first byte and the byte after it."""
+        return self._starts[index], self._ends[index]
 
     def iter_range(self, start: int, stop: int) -> Iterator[Row]:
         """Rows ``start`` to ``stop - 1``, read in order (one seek, then buffered reads)."""
@@ -667,7 +674,7 @@ class JsonlRows(LazyRows):
         loads, flat, file = orjson.loads, _FLAT, self.file
         columns = self._columns
         with open(_open_regular(file), "rb", buffering=1 << 20) as fh:
-            fh.seek(self._starts[start])
+            fh.seek(self._span(start)[0])
             row = start
             for line in fh:
                 if skip_blank and not line.strip():
