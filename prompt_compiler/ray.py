@@ -50,9 +50,10 @@ RECORD_FIELDS = ("dataset", "model", "mode", "index", "row", "label", "turn", "i
 # -- the job, built once by the caller ------------------------------------------------
 
 
-def _pair(dataset: Any, model: Any, abbr: str | None) -> Any:
+def _pair(dataset: Any, model: Any, abbr: str | None, model_abbr: str | None = None) -> Any:
     """The :class:`~prompt_compiler.suite.Pair` of a dataset (config file or spec dict) and
-    a model (template name, config file or spec dict)."""
+    a model (template name, config file or spec dict); ``abbr`` and ``model_abbr`` pick one
+    of a file's several datasets and models."""
     from .config import DatasetConfig, ModelConfig
     from .suite import Pair, load, model_from_name
 
@@ -82,10 +83,14 @@ def _pair(dataset: Any, model: Any, abbr: str | None) -> Any:
                                 str(Path.cwd() / "<dict>"), "model", spec)
     else:
         models = model_from_name(str(model))
-        if len(models) != 1:
-            raise ConfigError(f"{model} defines {len(models)} models; give one",
-                              config_path=str(model))
-        model_cfg = models[0]
+        picked = [m for m in models if model_abbr is None or m.abbr == model_abbr]
+        if len(picked) != 1:
+            names = ", ".join(repr(m.abbr) for m in models)
+            raise ConfigError(
+                f"no model named {model_abbr!r} in this config (models: {names})" if model_abbr
+                else f"this config defines {len(models)} models ({names}); pick one",
+                config_path=str(model), hint="pass model_abbr=NAME")
+        model_cfg = picked[0]
     return Pair(ds_cfg, model_cfg, options)
 
 
@@ -240,7 +245,8 @@ def _runs(rows: Sequence[dict[str, Any]], id_column: str
 
 def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
                     tokenize: bool = False, abbr: str | None = None,
-                    id_column: str = "idx", sampling_params: Mapping[str, Any] | None = None,
+                    model_abbr: str | None = None, id_column: str = "idx",
+                    sampling_params: Mapping[str, Any] | None = None,
                     data_dir: str | Path | None = None, batch_size: int = 4096,
                     concurrency: int | tuple[int, int] | None = None,
                     num_cpus: float = 1) -> Any:
@@ -253,7 +259,8 @@ def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
             :class:`~prompt_compiler.config.DatasetConfig`, or a spec dict as in a YAML
             config. Its training split (from ``path``, ``data_files``, ``rows``/``splits`` or
             ``data_dir``) is read here, once.
-        model: A meta template name, a model config file, a ModelConfig or a spec dict.
+        model: A meta template name, a model config file (``model_abbr`` picks one of
+            several), a ModelConfig or a spec dict.
         mode: ``"default"`` or ``"compat"`` (as ``--mode``).
         tokenize: Records get ``input_ids`` (as ``--tokenize`` writes them: the model's
             ``tokenizer`` encodes the prompt, adding only the special tokens the model's
@@ -275,7 +282,7 @@ def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
     from .compiler import Compiler
 
     ray = require_ray("compile_dataset")
-    pair = _pair(dataset, model, abbr)
+    pair = _pair(dataset, model, abbr, model_abbr)
     if tokenize:
         from .suite import Suite, tokenized
 

@@ -154,7 +154,7 @@ def test_usage_and_user_errors(outputs: Path) -> None:
         assert "Traceback" not in proc.stderr
     (outputs / "B/base/demo.jsonl").write_text('{"index": 0, "prompt": "x"}\nnot json\n')
     proc = cli("diff", "A", "B", cwd=outputs)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # trouble, not "they differ"
     assert proc.stderr.startswith("compile-prompts: error: ")
     assert "B/base/demo.jsonl" in proc.stderr and "line 2 is not JSON" in proc.stderr
 

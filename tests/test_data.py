@@ -204,7 +204,8 @@ def test_missing_rows_list_every_path_tried(tmp_path: Path) -> None:
     ds = dataset(tmp_path, abbr="gsm8k", path="nope.jsonl")
     message = _raises(load_splits, ds, tmp_path / "dd")
     config = tmp_path / "cfg.yaml"
-    assert message.startswith(f"{config}: dataset 'gsm8k', at datasets[0]: no rows found")
+    assert message.startswith(f"{config}: dataset 'gsm8k', at datasets[0].path: path "
+                              "'nope.jsonl' does not exist (looked for ")
     for tried in (
         tmp_path / "nope.jsonl",
         Path.cwd() / "nope.jsonl",

@@ -37,7 +37,7 @@ import sys
 
 from . import signals
 
-__all__ = ["SUBCOMMANDS", "json_text", "main", "one_line"]
+__all__ = ["SUBCOMMANDS", "SUMMARIES", "json_text", "main", "one_line"]
 
 SUBCOMMANDS: dict[str, str] = {
     "models": "models",
@@ -48,6 +48,16 @@ SUBCOMMANDS: dict[str, str] = {
     "gc": "gc",
 }
 """Subcommand word -> module in this package."""
+
+SUMMARIES: dict[str, str] = {
+    "models": " [--json]: list the built-in model templates",
+    "lint": " PATH... [--strict]: what compiles but is probably wrong",
+    "check-template": " MODEL --chat-template PATH: a meta template against a chat template",
+    "diff": " A B: what changed between two compilations (exit 1: they differ)",
+    "view": " OUT [B] -o FILE: a self-contained HTML report (B: side by side)",
+    "gc": " OUT [--unlock]: delete what killed runs left in an output",
+}
+"""Subcommand word -> its line in ``compile-prompts --help`` (the same words as SUBCOMMANDS)."""
 
 
 def one_line(text: str) -> str:

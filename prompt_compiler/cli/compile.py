@@ -26,7 +26,7 @@ from .. import limits
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
 from ..storage import object_uri
-from . import json_text, one_line
+from . import SUMMARIES, json_text, one_line
 from .signals import Stopped, reported, stopping
 
 __all__ = ["Stopped", "quiet_warnings", "run", "warnings_to_stderr"]
@@ -38,8 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="compile-prompts",
         description="Compile prompt configs into the exact model inputs "
-                    "(JSONL per dataset x model). "
-                    "'compile-prompts models' lists the built-in model templates.")
+                    "(JSONL per dataset x model).",
+        epilog="other commands (compile-prompts COMMAND --help for each):\n" + "".join(
+            f"  compile-prompts {word}{line}\n" for word, line in SUMMARIES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     from .._version import __version__
 
     p.add_argument("--version", action="version", version=f"compile-prompts {__version__}")

@@ -2,8 +2,9 @@
 
     compile-prompts diff A B [--json] [--context N] [--max-items N]
 
-A and B are two output folders or two record files. Exit status: 0 identical, 1 they
-differ (or a record file cannot be read), 2 usage error.
+A and B are two output folders or two record files. Exit status, as diff(1)'s: 0 identical,
+1 they differ, 2 trouble: a usage error, or A or B cannot be compared (not records, e.g. an
+engine-format output; unreadable), so a script never takes trouble for "different".
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..errors import PromptCompilerError
-from . import json_text
+from . import json_text, one_line
 
 __all__ = ["run"]
 
@@ -23,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="compile-prompts diff",
         description="Compare two compilations (two output folders, matched by "
         "<model>/<dataset>.jsonl, or two record files); records are matched by "
-        "(mode, index, label, turn) and compared by prompt. Exit 0: identical, 1: differ.",
+        "(mode, index, label, turn) and compared by prompt. Exit 0: identical, 1: differ, "
+        "2: trouble (usage, or A or B holds no readable records).",
     )
     p.add_argument("a", type=Path, metavar="A", help="output folder or record file")
     p.add_argument("b", type=Path, metavar="B", help="output folder or record file")
@@ -63,9 +65,14 @@ def run(argv: list[str]) -> int:
 
     try:
         pairs = list(diff_outputs(args.a, args.b))
-    except PromptCompilerError as err:
-        print(f"compile-prompts: error: {err}", file=sys.stderr)
-        return 1
+    except PromptCompilerError as err:  # trouble, not "different"
+        print(f"compile-prompts: error: {one_line(str(err))}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"compile-prompts: error: {one_line(where + (exc.strerror or str(exc)))}",
+              file=sys.stderr)
+        return 2
     if not pairs:
         parser.error(f"no record files (<model>/<dataset>.jsonl) in {args.a} or {args.b}")
     if args.json:

@@ -332,7 +332,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         files += tokenizer_files
     if entry.get("chat_template") is not None:
         spec["chat_template"] = _chat_template_source(
-            entry["chat_template"], Path(config_path).parent, f"{key_path}.chat_template", where)
+            entry["chat_template"], _model_folders(config_path, abbr),
+            f"{key_path}.chat_template", where)
         if not _is_template_text(spec["chat_template"]):
             files.append(spec["chat_template"])
     _check_model(spec, key_path, where)
@@ -409,9 +410,21 @@ def _is_template_text(value: str) -> bool:
     return "{" in value or "\n" in value
 
 
-def _chat_template_source(value: Any, config_dir: Path, key_path: str,
+def _model_folders(config_path: str, abbr: str) -> list[Path]:
+    """Where a model's relative file names resolve: the folder of the file that defines the
+    model (a model file an eval config imports), then the eval config's folder."""
+    from .bases import defining_file
+
+    origin = defining_file(config_path, abbr)
+    folders = [Path(origin).parent] if origin is not None else []
+    return [*folders, *([Path(config_path).parent] if Path(config_path).parent not in folders
+                        else [])]
+
+
+def _chat_template_source(value: Any, folders: list[Path], key_path: str,
                           where: dict[str, Any]) -> str:
-    """Template text as is; a path resolved against the config's folder, then the cwd."""
+    """Template text as is; a path resolved against ``folders`` (the model file's, the eval
+    config's), then the working directory."""
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str) or not value:
@@ -422,12 +435,15 @@ def _chat_template_source(value: Any, config_dir: Path, key_path: str,
     if _is_template_text(value):
         return value
     path = Path(value).expanduser()
-    for candidate in ([path] if path.is_absolute() else [config_dir / path, path]):
+    tried = [path] if path.is_absolute() else [*(f / path for f in folders), path]
+    for candidate in tried:
         if candidate.exists():
             return str(candidate.resolve())
+    looked = ", ".join(dict.fromkeys(str(c.absolute()) for c in tried))
     raise ConfigError(
-        f"chat template file {value!r} does not exist (tried relative to {config_dir} and "
-        "the working directory)", key_path=key_path, **where)
+        f"chat template file {value!r} does not exist (looked for {looked})",
+        key_path=key_path, hint="a relative path is read beside the file that sets it",
+        **where)
 
 
 def _check_model(spec: dict[str, Any], key_path: str, where: dict[str, Any]) -> None:

@@ -113,6 +113,9 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
         found = _from_path(spec, Path(dataset.config_path).parent, dataset.key_path, tried)
         if found is not None:
             return found
+        # a file the config names and that is missing: (its key, its name, where looked)
+        named = _missing_named(spec, tried)
+        tried.clear()
         if data_dir is not None:
             found = _from_data_dir(_local_dir(data_dir, dataset.abbr), dataset.abbr, tried)
             if found is not None:
@@ -129,6 +132,13 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
     except PromptCompilerError as err:
         raise err.located(config_path=dataset.config_path, dataset=dataset.abbr,
                           key_path=dataset.key_path) from None
+    data_dir_text = "; --data-dir tried: " + ", ".join(tried) if tried else ""
+    if named:  # the config names its file: say which, where it looked, what is there
+        key, name, looked = named
+        raise DataError(
+            f"{key} {name!r} does not exist (looked for {', '.join(looked)}){data_dir_text}",
+            config_path=dataset.config_path, dataset=dataset.abbr,
+            key_path=f"{dataset.key_path}.{key}", hint=_did_you_mean(name, looked))
     tried_text = "; tried: " + ", ".join(tried) if tried else "; no path to try"
     raise DataError(
         f"no rows found{tried_text}",
@@ -142,6 +152,43 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
             else None
         ),
     )
+
+
+def _missing_named(spec: Mapping[str, Any], tried: list[str]
+                   ) -> tuple[str, str, list[str]] | None:
+    """The config's file ``_from_path`` stopped at (it stops at the first missing one): its
+    key, its name and the places looked at (the last entries of ``tried``)."""
+    data_files = spec.get("data_files")
+    if isinstance(data_files, dict):
+        names = [(f"data_files.{k}", v) for k, v in data_files.items() if isinstance(v, str)]
+    elif isinstance(data_files, str):
+        names = [("data_files", data_files)]
+    elif isinstance(spec.get("path"), str) and not _is_loader_class(spec.get("type")):
+        names = [("path", spec["path"])]
+    else:
+        return None
+    for key, name in names:
+        path = Path(name).expanduser()
+        looked = [x for x in tried if x == name or Path(x).parts[-len(path.parts):] == path.parts]
+        if looked and not any(Path(x).exists() or _glob(Path(x)) for x in looked):
+            return key, name, looked
+    return None
+
+
+def _did_you_mean(name: str, looked: list[str]) -> str | None:
+    """A file beside where ``name`` was looked for whose name is close to it."""
+    import difflib
+
+    for place in looked:
+        folder = Path(place).parent
+        try:
+            names = sorted(p.name for p in folder.iterdir() if p.is_file())
+        except OSError:
+            continue
+        close = difflib.get_close_matches(Path(place).name, names, n=1, cutoff=0.8)
+        if close:
+            return f"did you mean {str(Path(name).parent / close[0])!r}?"
+    return None
 
 
 def _is_loader_class(loader: Any) -> bool:

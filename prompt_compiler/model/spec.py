@@ -67,6 +67,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+
+def _tokenizer_template(renderer: str, count_tokens: Any, key: str, key_path: str,
+                        abbr: str) -> Any:
+    """The chat template ``tools``/``documents`` go through when the model names none: its
+    tokenizer folder's (as transformers' ``apply_chat_template(tools=...)`` uses it).
+
+    Raises:
+        ConfigError: Neither the model nor its tokenizer folder has one.
+    """
+    template = getattr(count_tokens, "chat_template", None) if renderer == "hf_chat" else None
+    if template is None:
+        raise ConfigError(
+            f"{key} are handed to a chat template, and this model has none (no chat_template, "
+            "and no tokenizer folder holding one)", key_path=key_path, model=abbr,
+            hint="give the model a chat_template, or a tokenizer folder with one "
+                 "(renderer hf_chat)")
+    return template
+
 @dataclass(frozen=True, slots=True)
 class Model:
     """How one model consumes prompts.
@@ -210,9 +228,8 @@ class Model:
                                    where=f"{where}.documents", model=str(abbr))
         for key, value in (("tools", tools), ("documents", documents)):
             if value is not None and chat_template is None:
-                raise ConfigError(f"{key} are handed to a chat template, and this model has "
-                                  "none", key_path=f"{where}.{key}", model=str(abbr),
-                                  hint="give the model a chat_template (renderer hf_chat)")
+                chat_template = _tokenizer_template(renderer, count_tokens, key,
+                                                    f"{where}.{key}", str(abbr))
         date_text, now = cc.parse_date(cfg.get("date"), where=f"{where}.date", model=str(abbr))
         date = None
         if chat_template is not None:
@@ -268,10 +285,9 @@ class Model:
         for key in ("tools", "documents"):
             if dataset.get(key) is not None:
                 changes[key] = cc.check_dicts(dataset[key], key, where=key)
-                if self.chat_template is None:
-                    raise ConfigError(f"{key} are handed to a chat template, and model "
-                                      f"{self.abbr!r} has none", key_path=key, model=self.abbr,
-                                      hint="give the model a chat_template (renderer hf_chat)")
+                if self.chat_template is None and "chat_template" not in changes:
+                    changes["chat_template"] = _tokenizer_template(
+                        self.renderer, self.count_tokens, key, key, self.abbr)
         return replace(self, **changes) if changes else self
 
     @property
