@@ -18,6 +18,7 @@ from typing import Any
 from ...config.records import CUSTOM_KEY, DERIVED_ABBR_KEY
 from ...errors import ConfigError, PromptCompilerError
 from ..sources import LoadedRows
+from .checked import CheckedRows
 from .paths import resolve
 from .registry import NativeReader, native_readers
 
@@ -83,9 +84,12 @@ def loader_rows(type_name: str, spec: Mapping[str, Any], opencompass_python: Any
     arguments = reader.arguments(kwargs)
     root = _root(reader, arguments, elsewhere, hint)
     rows = reader.load(root, arguments)
+    where = f"{type_name} rows from {root}"
     if isinstance(rows, dict):
-        return LoadedRows(None, rows, root)
-    return LoadedRows(rows, None, root)
+        return LoadedRows(None, {name: CheckedRows(split, f"{where}, split {name!r}",
+                                                   check=not reader.text_only)
+                                 for name, split in rows.items()}, root)
+    return LoadedRows(CheckedRows(rows, where, check=not reader.text_only), None, root)
 
 
 def loader_files(type_name: str, spec: Mapping[str, Any],

@@ -8,7 +8,7 @@ from typing import Any
 from ...errors import DataError
 from ..rows import Row
 from .arrow import from_list
-from .files import csv_records
+from .files import csv_fields, csv_records
 from .registry import NativeReader, Splits
 
 __all__ = ["READERS"]
@@ -17,8 +17,7 @@ __all__ = ["READERS"]
 def _mmlu(files: list[Path], path: str, name: str, **kwargs: Any) -> Splits:
     """``MMLUDataset``: ``dev`` and ``test``, six fields a record, no header."""
     keys = ("input", "A", "B", "C", "D", "target")
-    return {split: [dict(zip(keys, fields, strict=True))
-                    for _, fields in csv_records(file, width=6)]
+    return {split: [dict(zip(keys, fields, strict=True)) for fields in csv_fields(file, 6)]
             for split, file in zip(("dev", "test"), files, strict=True)}
 
 
@@ -88,10 +87,12 @@ def _gpqa(files: list[Path], path: str, name: str, **kwargs: Any) -> Splits:
 
 
 READERS = (
-    NativeReader("MMLUDataset", _mmlu, ("dev/{name}_dev.csv", "test/{name}_test.csv")),
-    NativeReader("CMMLUDataset", _cmmlu, ("dev/{name}.csv", "test/{name}.csv")),
+    NativeReader("MMLUDataset", _mmlu, ("dev/{name}_dev.csv", "test/{name}_test.csv"),
+                 text_only=True),
+    NativeReader("CMMLUDataset", _cmmlu, ("dev/{name}.csv", "test/{name}.csv"),
+                 text_only=True),
     NativeReader("CEvalDataset", _ceval,
                  ("dev/{name}_dev.csv", "val/{name}_val.csv", "test/{name}_test.csv"),
                  local_mode=None),
-    NativeReader("GPQADataset", _gpqa, ("{name}",), local_mode=True),
+    NativeReader("GPQADataset", _gpqa, ("{name}",), local_mode=True, text_only=True),
 )

@@ -8,6 +8,7 @@ so the values are the ones OpenCompass sees. Every error names the file and the 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from ...errors import DataError
 from ...values import describe_load_error
 from ..rows import Row
 
-__all__ = ["csv_records", "json_document", "json_lines"]
+__all__ = ["csv_fields", "csv_records", "json_document", "json_lines"]
 
 
 def _open(file: Path, errors: str = "strict") -> Any:
@@ -100,3 +101,24 @@ def csv_records(file: Path, *, width: int | None = None,
             raise DataError(f"{file}: line {reader.line_num}: malformed CSV: {exc}") from None
         except UnicodeDecodeError as exc:
             raise _decode_error(file, exc, reader.line_num + 1) from None
+
+
+def csv_fields(file: Path, width: int) -> list[list[str]]:
+    """Every record of a CSV file, each of ``width`` fields (the loader's ``assert``): read in
+    one pass; on an error the file is read again record by record to name the line.
+
+    Raises:
+        DataError: Malformed CSV, or a record of another width (file and line named).
+    """
+    records: list[list[str]] | None
+    try:
+        with _open(file) as fh:
+            text = fh.read()  # text mode: line ends already read as "\n"
+        records = list(csv.reader(io.StringIO(text)))
+    except (csv.Error, UnicodeDecodeError):
+        records = None
+    if records is not None and all(len(r) == width for r in records):
+        return records
+    for _ in csv_records(file, width=width):
+        pass
+    raise AssertionError(f"{file}: csv_records found no error")  # pragma: no cover

@@ -36,6 +36,8 @@ class NativeReader:
     ``{name}``-style fields are ``load``'s arguments."""
     local_mode: bool | None = False
     """``get_data_path``'s ``local_mode``: fixed, or None for ``load``'s own argument."""
+    text_only: bool = False
+    """Every value is a string from a CSV file's fixed columns (no value to check)."""
     appended: bool = False
     """The files are the resolved path's text followed by each entry of :attr:`files`
     (``path + filename``), not files under it."""
