@@ -79,3 +79,24 @@ def test_inference_ppl_only_with_causal_lm(tmp_path: Path) -> None:
         "BaseModel.get_ppl_tokenwise() takes from 2 to 3 positional arguments but 4 were given "
         "(hint: the default mode compiles these prompts; OpenCompass scores them only with a "
         "class that has the method (e.g. HuggingFaceBaseModel))\n")
+
+
+@pytest.mark.parametrize(("cls", "mean"), [
+    ("InternLMChat", ""),  # a fork's own class: no did-you-mean to InternLM (another renderer)
+    ("VLLMChat", ""),
+    ("HuggingfaceCausalLM", " (did you mean 'HuggingFaceCausalLM'?)"),  # a typo
+])
+def test_custom_model_class_of_a_fork(tmp_path: Path, cls: str, mean: str) -> None:
+    _model_config(tmp_path, cls, "GenInferencer")
+    proc = run_cli("eval_m.py", "-o", "out", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"compile-prompts: error: eval_m.py: model 'm', at models[0].type: unknown model class "
+        f"'{cls}': cannot tell which renderer consumes its prompts{mean} (hint: add "
+        "renderer='lm' | 'api' | 'hf_chat' to the model config (OpenCompass hands every model "
+        "key to the class, and a class without **kwargs rejects 'renderer': keep that key in a "
+        "copy for this tool), or give the model with --model (a template by name, see "
+        "'compile-prompts models'))\n")
+    # --model replaces the config's models, this one too
+    proc = run_cli("eval_m.py", "-o", "out", "--model", "chatml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr

@@ -119,7 +119,10 @@ def test_an_invalid_model_left_out_by_models_does_not_stop_the_run(tmp_path: Pat
     assert proc.stderr == (
         f"compile-prompts: error: {name}: model 'broken', at models[1].type: unknown model class "
         "'NoSuchModelClass': cannot tell which renderer consumes its prompts (hint: add "
-        "renderer='lm' | 'api' | 'hf_chat' to the model config)\n")
+        "renderer='lm' | 'api' | 'hf_chat' to the model config (OpenCompass hands every model "
+        "key to the class, and a class without **kwargs rejects 'renderer': keep that key in a "
+        "copy for this tool), or give the model with --model (a template by name, see "
+        "'compile-prompts models'))\n")
 
 
 def test_model_given_a_meta_template_file(tmp_path: Path) -> None:

@@ -351,8 +351,11 @@ def resolve_renderer(cfg: Mapping[str, Any], class_name: str | None, *, where: s
         known = sorted(name for name, row in MODEL_CLASSES.items() if not row.agent)
         raise RegistryError(
             f"unknown model class {class_name!r}: cannot tell which renderer consumes "
-            f"its prompts{_did_you_mean(class_name, known)}", key_path=f"{where}.type",
-            hint="add renderer='lm' | 'api' | 'hf_chat' to the model config", **located)
+            f"its prompts{_misspelt_class(class_name, known)}", key_path=f"{where}.type",
+            hint="add renderer='lm' | 'api' | 'hf_chat' to the model config (OpenCompass "
+            "hands every model key to the class, and a class without **kwargs rejects "
+            "'renderer': keep that key in a copy for this tool), or give the model with "
+            "--model (a template by name, see 'compile-prompts models')", **located)
     return entry.renderer
 
 
@@ -369,6 +372,15 @@ def check_renderer(value: Any, key_path: str, **located: Any) -> Renderer:
     raise RegistryError(
         f"unknown renderer {shown!r}{_did_you_mean(str(value), RENDERERS)}; "
         f"available: {', '.join(RENDERERS)}", key_path=key_path, **located)
+
+
+def _misspelt_class(name: str, known: list[str]) -> str:
+    """A did-you-mean for a class name only where it is a typo (the same name in another case,
+    or nearly the same letters): a fork's own class (``InternLMChat``, ``VLLMChat``) is no
+    misspelling of a shipped one, whose renderer may differ."""
+    same = [k for k in known if k.casefold() == name.casefold()]
+    close = same or difflib.get_close_matches(name, known, n=1, cutoff=0.9)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _did_you_mean(name: str, choices: Any) -> str:
