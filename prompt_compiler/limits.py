@@ -46,8 +46,13 @@ class Limits:
     """Characters (and list items) one render of a sandboxed template may build in all."""
     config_source_bytes: int = 1024 * 1024
     """Bytes of a Python config file (and of each base config)."""
-    config_seconds: int = 2
-    """CPU seconds a Python config may run while it loads (its bases included)."""
+    config_steps: int = 10_000_000
+    """Steps (loop turns, comprehension items, function calls) a Python config may run while
+    it loads (its bases included): counted, so the outcome never depends on the machine's
+    load (OpenCompass's heaviest real suites take about 15,000)."""
+    config_seconds: int = 120
+    """CPU seconds a Python config may run while it loads: a backstop far above any real
+    config (the step count decides first)."""
     config_bytes: int = 1024 * 1024 * 1024
     """Bytes of memory a Python config may take while it loads (Linux: address space)."""
     opencompass_seconds: int = 900

@@ -100,3 +100,58 @@ def test_custom_model_class_of_a_fork(tmp_path: Path, cls: str, mean: str) -> No
     # --model replaces the config's models, this one too
     proc = run_cli("eval_m.py", "-o", "out", "--model", "chatml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+LONG_CONTEXT = """\
+from mmengine.config import read_base
+
+with read_base():
+    from opencompass.configs.datasets.babilong.babilong_256k_gen import babiLong_256k_datasets
+    from opencompass.configs.datasets.longbench.longbench import longbench_datasets
+    from opencompass.configs.datasets.needlebench.needlebench_128k.needlebench_128k import \\
+        needlebench_datasets as needlebench_128k_datasets
+    from opencompass.configs.datasets.needlebench.needlebench_32k.needlebench_32k import \\
+        needlebench_datasets as needlebench_32k_datasets
+    from opencompass.configs.datasets.ruler.ruler_128k_gen import \\
+        ruler_datasets as ruler_128k_datasets
+    from opencompass.configs.datasets.ruler.ruler_32k_gen import \\
+        ruler_datasets as ruler_32k_datasets
+    from opencompass.configs.models.hf_internlm.lmdeploy_internlm2_5_7b_chat_1m import models
+
+datasets = sum((v for k, v in locals().items() if k.endswith('_datasets')), [])
+"""
+
+
+def test_heaviest_real_config_loads_by_steps_not_seconds(tmp_path: Path) -> None:
+    """An lmdeploy long-context suite importing needlebench, ruler, babilong and longbench
+    (1,849 datasets, OpenCompass 0.5.4's own configs) loads with the default limits, also
+    while another process burns a CPU; the load's bound is a count of steps (about 13,000
+    here), so a budget below that fails the same way on any machine."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    given = os.environ.get("PC_OPENCOMPASS_PACKAGE")
+    configs = Path(given or "") / "opencompass" / "configs"
+    if not given or not (configs / "datasets" / "ruler").is_dir():
+        pytest.skip("set PC_OPENCOMPASS_PACKAGE to a folder holding OpenCompass 0.5.4")
+    (tmp_path / "eval_long.py").write_text(LONG_CONTEXT, encoding="utf-8")
+    args = ("eval_long.py", "--check", "--no-rows", "--only", "ruler_niah_single_1_128k",
+            "--opencompass-configs", str(configs))
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        proc = run_cli(*args, cwd=tmp_path, timeout=600)
+    finally:
+        os.kill(burner.pid, signal.SIGKILL)
+        burner.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("1 dataset x model pair, 1 prompt"), proc.stdout
+    env_proc = subprocess.run(
+        [sys.executable, "-m", "prompt_compiler", *args], cwd=tmp_path, capture_output=True,
+        text=True, timeout=600,
+        env={**os.environ, "PROMPT_COMPILER_MAX_CONFIG_STEPS": "5000"})
+    assert env_proc.returncode == 1
+    assert "the config ran more than 5,000 steps (loop turns, comprehension items and " \
+        "function calls) while loading; the limit is 5,000 steps " \
+        "(PROMPT_COMPILER_MAX_CONFIG_STEPS raises it)" in env_proc.stderr, env_proc.stderr

@@ -193,15 +193,16 @@ BOUNDS = {
     "repeat-string": ("X = 'a' * 10**10", "line 1: repeating a value would build "
                       "10,000,000,000 characters or items; the limit is 16,000,000 "
                       "(PROMPT_COMPILER_MAX_PROMPT_CHARS raises it)"),
-    "endless-loop": ("while True: pass\nX = 'q'", "line 1: the config ran for more than 1 "
-                     "seconds of CPU time while loading (an endless loop?); the limit is 1 "
-                     "seconds (PROMPT_COMPILER_MAX_CONFIG_SECONDS raises it)"),
+    "endless-loop": ("while True: pass\nX = 'q'", "line 1: the config ran more than "
+                     "100,000 steps (loop turns, comprehension items and function calls) while "
+                     "loading; the limit is 100,000 steps (PROMPT_COMPILER_MAX_CONFIG_STEPS "
+                     "raises it)"),
     "huge-generator": ("Y = sum(1 for i in range(10**9))\nX = 'q'",
-                           "the config ran for more than 1 seconds of CPU time"),
+                       "the config ran more than 100,000 steps"),
     "sum-of-a-huge-range": ("Y = sum(range(10**12))\nX = 'q'",
-                            "the config ran for more than 1 seconds of CPU time"),
+                            "the config ran more than 100,000 steps"),
     "sorted-by-sum": ("rs = [range(10**6)] * 10**6\nY = max(rs, key=sum)\nX = 'q'",
-                      "the config ran for more than 1 seconds of CPU time"),
+                      "the config ran more than 100,000 steps"),
     "doubling-string": ("s = 'ab'\nfor _ in range(60):\n    s = s + s\nX = 'q'",
                         "c.py: the config needs more memory than it may take while it loads; "
                         "the limit is 100,000,000 bytes (PROMPT_COMPILER_MAX_CONFIG_BYTES "
@@ -230,7 +231,7 @@ def test_a_source_python_cannot_parse_or_too_big_to_read_is_one_line(tmp_path: P
 def test_a_config_that_explodes_stops_at_its_limit(tmp_path: Path, code: str,
                                                    words: str) -> None:
     config(tmp_path, code)
-    line = one_error(tmp_path, "c.py", "-o", "out", PROMPT_COMPILER_MAX_CONFIG_SECONDS="1",
+    line = one_error(tmp_path, "c.py", "-o", "out", PROMPT_COMPILER_MAX_CONFIG_STEPS="100_000",
                      PROMPT_COMPILER_MAX_CONFIG_BYTES="100_000_000")
     assert line.startswith("compile-prompts: error: c.py: "), line
     assert words in line, line
@@ -279,6 +280,7 @@ def test_a_config_set_iterates_in_the_order_items_were_added(tmp_path: Path) -> 
 def test_an_endless_loop_stops_at_the_default_limit(tmp_path: Path) -> None:
     config(tmp_path, "while True:\n    pass\nX = 'q'")
     line = one_error(tmp_path, "c.py", "-o", "out")
-    assert line == ("compile-prompts: error: c.py: line 2: the config ran for more than 2 "
-                    "seconds of CPU time while loading (an endless loop?); the limit is 2 "
-                    "seconds (PROMPT_COMPILER_MAX_CONFIG_SECONDS raises it)"), line
+    assert line == ("compile-prompts: error: c.py: line 2: the config ran more than "
+                    "10,000,000 steps (loop turns, comprehension items and function calls) "
+                    "while loading; the limit is 10,000,000 steps "
+                    "(PROMPT_COMPILER_MAX_CONFIG_STEPS raises it)"), line

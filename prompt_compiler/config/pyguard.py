@@ -28,8 +28,10 @@ rewritten here:
   ``globals()`` and ``locals()`` hide the ``__`` names, ``range`` iterates in Python (so it
   is counted).
 
-While a config runs, :class:`Guard` bounds it: a trace function counts the steps (lines and
-calls) and the seconds (``PROMPT_COMPILER_MAX_CONFIG_SECONDS``), and on Linux the address
+While a config runs, :class:`Guard` bounds it: every loop turn, comprehension item and call
+of the config is a step (``PROMPT_COMPILER_MAX_CONFIG_STEPS``; counted, so the outcome does
+not depend on the machine's load), CPU seconds are a far backstop
+(``PROMPT_COMPILER_MAX_CONFIG_SECONDS``), and on Linux the address
 space is capped at the current size plus ``PROMPT_COMPILER_MAX_CONFIG_BYTES``. Stopping is a
 :class:`~prompt_compiler.errors.LimitError` (or :class:`~prompt_compiler.errors.ConfigError`)
 naming the file and line, which config code cannot catch (it is raised as a
@@ -946,15 +948,27 @@ class Guard:
     def tick(self) -> None:
         self._ticks += 1
         if self._ticks & 1023 == 0 or self.tripped is not None:
-            if self.tripped is None and time.process_time() > self._deadline:
-                seconds = limits.current().config_seconds
-                where = _where()
-                self.tripped = LimitError(
-                    f"{where + ': ' if where else ''}the config ran for more than {seconds:,} "
-                    "seconds of CPU time while loading (an endless loop?); "
-                    f"{limits.describe('config_seconds', seconds, 'seconds')}")
+            if self.tripped is None:
+                self.tripped = self._over()
             if self.tripped is not None:
                 raise Stop(self.tripped)
+
+    def _over(self) -> LimitError | None:
+        """The limit the load has run past: its steps (counted: the same on every machine and
+        under any load), else, as a backstop, its CPU seconds."""
+        current = limits.current()
+        if self._ticks > current.config_steps:
+            what = (f"more than {current.config_steps:,} steps (loop turns, comprehension "
+                    "items and function calls)")
+            why = limits.describe("config_steps", current.config_steps, "steps")
+        elif time.process_time() > self._deadline:
+            what = f"for more than {current.config_seconds:,} seconds of CPU time"
+            why = limits.describe("config_seconds", current.config_seconds, "seconds")
+        else:
+            return None
+        where = _where()
+        return LimitError(f"{where + ': ' if where else ''}the config ran {what} while "
+                          f"loading; {why}")
 
     def _cap_memory(self, budget: int) -> None:
         try:
