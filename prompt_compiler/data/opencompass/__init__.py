@@ -20,7 +20,7 @@ from ...errors import ConfigError, PromptCompilerError
 from ..sources import LoadedRows
 from .checked import CheckedRows
 from .paths import resolve
-from .registry import NativeReader, native_readers
+from .registry import NativeReader, NotNative, native_readers
 
 __all__ = ["NOT_LOAD_KEYS", "load_kwargs", "loader_files", "loader_rows", "native_reader"]
 
@@ -52,10 +52,10 @@ def load_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "",
           hint: str = "") -> str:
-    path = arguments.get("path")
+    path = arguments.get(reader.path_key)
     if not isinstance(path, str) or not path:
-        raise ConfigError(f"{reader.name}: 'path' must be a dataset id or a path, got "
-                          f"{type(path).__name__}")
+        raise ConfigError(f"{reader.name}: {reader.path_key!r} must be a dataset id or a path, "
+                          f"got {type(path).__name__}")
     local_mode = reader.local_mode
     if local_mode is None:
         local_mode = bool(arguments.get("local_mode", False))
@@ -77,13 +77,16 @@ def loader_rows(type_name: str, spec: Mapping[str, Any], opencompass_python: Any
     """
     kwargs = load_kwargs(spec)
     reader = native_reader(type_name)
-    if reader is None:
+    try:
+        if reader is None:
+            raise NotNative(f"{type_name} has no native reader")
+        arguments = reader.arguments(kwargs)
+        root = _root(reader, arguments, elsewhere, hint)
+        rows = reader.load(root, arguments)
+    except NotNative:
         from .bridge import load_with_opencompass
 
         return load_with_opencompass(type_name, kwargs, opencompass_python)
-    arguments = reader.arguments(kwargs)
-    root = _root(reader, arguments, elsewhere, hint)
-    rows = reader.load(root, arguments)
     where = f"{type_name} rows from {root}"
     if isinstance(rows, dict):
         return LoadedRows(None, {name: CheckedRows(split, f"{where}, split {name!r}",
@@ -97,13 +100,15 @@ def loader_files(type_name: str, spec: Mapping[str, Any],
     """The files a native reader reads for this dataset (for the manifest), or those
     OpenCompass's own loader read (:mod:`.bridge`'s cache); none when its data is not found."""
     reader = native_reader(type_name)
-    if reader is None:
+    try:
+        if reader is None:
+            raise NotNative(f"{type_name} has no native reader")
+        arguments = reader.arguments(load_kwargs(spec))
+        files = reader.data_files(_root(reader, arguments), arguments)
+    except NotNative:
         from .bridge import files_read
 
         return files_read(type_name, load_kwargs(spec), opencompass_python)
-    try:
-        arguments = reader.arguments(load_kwargs(spec))
-        files = reader.data_files(_root(reader, arguments), arguments)
     except PromptCompilerError:
         return []
     return [f for f in files if f.is_file()]

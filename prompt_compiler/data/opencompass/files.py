@@ -32,9 +32,10 @@ def _decode_error(file: Path, exc: UnicodeDecodeError, line: int) -> DataError:
     return DataError(f"{file}: line {line}: not UTF-8 text ({exc.reason})")
 
 
-def json_lines(file: Path, *, errors: str = "strict") -> Iterator[Row]:
+def json_lines(file: Path, *, errors: str = "strict", blank_ok: bool = False) -> Iterator[Row]:
     """Each line of ``file`` parsed as one JSON object (``json.loads(line.strip())``); a
-    blank line is malformed, as it is for the loaders.
+    blank line is malformed, as it is for the loaders (``blank_ok``: skipped, as Arrow's
+    JSON reader skips it).
 
     Raises:
         DataError: A line is not a JSON object (file and line named).
@@ -43,6 +44,8 @@ def json_lines(file: Path, *, errors: str = "strict") -> Iterator[Row]:
         lineno = 0
         try:
             for lineno, line in enumerate(fh, 1):  # noqa: B007 (read after the loop on errors)
+                if blank_ok and not line.strip():
+                    continue
                 try:
                     value = json.loads(line.strip())
                 except json.JSONDecodeError as exc:

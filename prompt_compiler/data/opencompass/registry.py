@@ -18,9 +18,14 @@ from typing import Any
 from ...errors import ConfigError, DataError
 from ..rows import Row
 
-__all__ = ["NativeReader", "Splits", "native_readers"]
+__all__ = ["NativeReader", "NotNative", "Splits", "native_readers"]
 
 Splits = list[Row] | dict[str, list[Row]]
+
+
+class NotNative(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a reader for arguments or data it does not reproduce exactly (the message
+    says what); the rows then come from OpenCompass's own loader."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +41,11 @@ class NativeReader:
     ``{name}``-style fields are ``load``'s arguments."""
     local_mode: bool | None = False
     """``get_data_path``'s ``local_mode``: fixed, or None for ``load``'s own argument."""
+    refuse: Callable[[Mapping[str, Any]], str | None] | None = None
+    """Why ``load``'s arguments are ones this reader does not cover (they go to
+    OpenCompass's own loader), or None; no function: it covers every call."""
+    path_key: str = "path"
+    """The argument ``get_data_path`` resolves (``HFDataset``: ``data_files``)."""
     text_only: bool = False
     """Every value is a string from a CSV file's fixed columns (no value to check)."""
     appended: bool = False
@@ -47,6 +57,7 @@ class NativeReader:
 
         Raises:
             ConfigError: ``load`` would reject them (missing or unexpected argument).
+            NotNative: The reader does not cover these arguments.
         """
         signature = inspect.signature(self.read)
         try:
@@ -60,6 +71,9 @@ class NativeReader:
                       if p.kind is inspect.Parameter.VAR_KEYWORD), None)
         if extra is not None:
             arguments.update(arguments.pop(extra, {}))
+        why = self.refuse(arguments) if self.refuse is not None else None
+        if why is not None:
+            raise NotNative(f"{self.name}: {why}")
         return arguments
 
     def data_files(self, root: str, arguments: Mapping[str, Any]) -> list[Path]:
@@ -90,10 +104,10 @@ class NativeReader:
 
 def native_readers() -> dict[str, NativeReader]:
     """Every native reader by class name (each family module lists its own)."""
-    from . import choices, code, exams, jsonsets, lines, qa
+    from . import choices, code, exams, hf, jsonsets, lines, qa
 
     found: dict[str, NativeReader] = {}
-    for family in (exams, lines, code, jsonsets, choices, qa):
+    for family in (exams, lines, code, jsonsets, choices, qa, hf):
         readers: Sequence[NativeReader] = family.READERS
         for reader in readers:
             if reader.name in found:
