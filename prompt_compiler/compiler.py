@@ -515,7 +515,12 @@ def _settled(records: Iterable[Record], job: Job, kind: str, params: Mapping[str
     from .inspection.spans import record_ids
 
     ids = record_ids(job, kind, params, labels)
+    from .model.data_tokens import unsplit
+
+    warn = unsplit(job.model, job.policy)
     for rec in records:
+        if warn is not None and not warn.warned and type(rec.index) is int:
+            warn.check(job.rows.test[rec.index], rec.index)
         rec = job.settle(rec)
         yield rec if ids is None else ids.add(rec)
 

@@ -170,3 +170,17 @@ def test_data_special_tokens_value_is_checked(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert done.stderr.count("\n") == 1 and "data_special_tokens must be 'split' or 'parse'" \
         in done.stderr, done.stderr
+
+
+def test_a_model_without_a_tokenizer_warns(tmp_path: Path) -> None:
+    _data(tmp_path)
+    model = {k: v for k, v in _models(_folders(tmp_path))[1].items() if k != "tokenizer"}
+    (tmp_path / "models.yaml").write_text(json.dumps({"models": [model]}), encoding="utf-8")
+    done = run_cli("data.yaml", "models.yaml", "-o", "out", "--format", "vllm", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("warning:") == 1, done.stderr
+    assert ("model 'qwen', row 1, at model.tokenizer: a row value holds '<|im_end|>', a special "
+            "token of this model, and the model has no Hugging Face tokenizer") in done.stderr
+    done = run_cli("data.yaml", "models.yaml", "-o", "out2", "--strict", cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr  # one line
+    assert "error:" in done.stderr and "'<|im_end|>'" in done.stderr, done.stderr

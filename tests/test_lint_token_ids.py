@@ -56,7 +56,9 @@ def test_token_findings(tmp_path: Path) -> None:
     template = "datasets[0].infer_cfg.prompt_template"
     assert json.loads(proc.stdout) == [
         finding("special-token-in-data", "value contains '<|eot_id|>', a special token of this "
-                "model: with this tokenizer it becomes the control token (id 128009), not text",
+                "model: the tokenizer reads it as the control token (id 128009), as OpenCompass "
+                "feeds it; this run (default mode) encodes it as ordinary text, D23 "
+                "(data_special_tokens: parse keeps the control token)",
                 "doubled", 1, "datasets[0].test[1].q"),
         finding("special-token-in-data", "value contains '[INST]', a special token of this "
                 "model: with this tokenizer it stays text (3 ordinary tokens), not the control "
@@ -65,7 +67,9 @@ def test_token_findings(tmp_path: Path) -> None:
                 "(and 2 more prompts): the text already holds one and the tokenizer adds "
                 "another (D21; the default mode feeds one)", "doubled", 0, template),
         finding("special-token-in-data", "value contains '<|eot_id|>', a special token of this "
-                "model: with this tokenizer it becomes the control token (id 128009), not text",
+                "model: the tokenizer reads it as the control token (id 128009), as OpenCompass "
+                "feeds it; this run (default mode) encodes it as ordinary text, D23 "
+                "(data_special_tokens: parse keeps the control token)",
                 "dropped", 1, "datasets[0].test[1].q"),
         finding("missing-bos", "OpenCompass feeds this prompt without the model's BOS "
                 "'<|begin_of_text|>' (and 2 more prompts) (D21; the default mode adds it)",
@@ -74,3 +78,22 @@ def test_token_findings(tmp_path: Path) -> None:
                 "prompts): the model reads the text as finished before it answers", "dropped",
                 0, template),
     ]
+
+
+@pytest.mark.parametrize(("args", "key", "why"), [
+    (("--mode", "compat"), {}, "compat mode, as OpenCompass"),
+    ((), {"data_special_tokens": "parse"}, "data_special_tokens: parse")])
+def test_special_token_in_data_says_what_the_mode_did(tmp_path: Path, args: tuple[str, ...],
+                                                      key: dict[str, Any], why: str) -> None:
+    folders = vocab_folders(tmp_path / "vocab")
+    models = [{"abbr": "m", "type": "HuggingFaceCausalLM", "tokenizer": folders["llama3-chat"],
+               "meta_template": {"round": [
+                   {"role": "HUMAN", "begin": "", "end": "<|eot_id|>"},
+                   {"role": "BOT", "begin": "", "end": "", "generate": True}]}, **key}]
+    (tmp_path / "lint.yaml").write_text(json.dumps({**DATA, "models": models}), encoding="utf-8")
+    proc = run_cli("lint", "lint.yaml", "--json", *args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [f["message"] for f in json.loads(proc.stdout)
+            if f["code"] == "special-token-in-data"][:1] == [
+        "value contains '<|eot_id|>', a special token of this model: with this tokenizer it "
+        f"becomes the control token (id 128009), not text ({why})"]

@@ -249,7 +249,7 @@ class _DatasetLint:
                     if m:
                         self.add("special-token-in-data",
                                  f"value contains {m.group()!r}, a special token of this model: "
-                                 + _becomes(tokenizer, m.group(), text),
+                                 + _becomes(tokenizer, m.group(), text, model, job.policy),
                                  model=model.abbr, key_path=path, row=n, rows=split,
                                  position=position)
         if tokenizer is not None and model.renderer != "api":
@@ -354,13 +354,23 @@ def _special_added(tokenizer: Any) -> list[str]:
     return [t.content for t in decoder.values() if t.special and t.content.strip()]
 
 
-def _becomes(tokenizer: Any, token: str, text: str) -> str:
-    """Whether ``token`` in ``text`` becomes its control token's id with this tokenizer."""
+def _becomes(tokenizer: Any, token: str, text: str, model: Any, policy: Any) -> str:
+    """Whether ``token`` in ``text`` becomes its control token's id with this tokenizer, and
+    what this run's mode does with it (D23)."""
+    from ..model.data_tokens import for_model
+
     if tokenizer is None:
         return "the tokenizer may read it as a control token"
     token_id = tokenizer.token_id(token)
     if token_id is not None and token_id in tokenizer.encode(text, special_tokens=False):
-        return (f"with this tokenizer it becomes the control token (id {token_id}), not text")
+        if for_model(model, policy) is not None:
+            return (f"the tokenizer reads it as the control token (id {token_id}), as "
+                    "OpenCompass feeds it; this run (default mode) encodes it as ordinary "
+                    "text, D23 (data_special_tokens: parse keeps the control token)")
+        why = ("compat mode, as OpenCompass" if not policy.fixes("D23")
+               else "data_special_tokens: parse")
+        return (f"with this tokenizer it becomes the control token (id {token_id}), not text "
+                f"({why})")
     n = len(tokenizer.encode(token, special_tokens=False))
     return f"with this tokenizer it stays text ({n} ordinary tokens), not the control token"
 

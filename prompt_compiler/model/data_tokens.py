@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import ConfigError, UnsupportedError
 
-__all__ = ["MODES", "DataTokens", "check_mode", "for_model", "strings"]
+__all__ = ["MODES", "DataTokens", "Unsplit", "check_mode", "for_model", "strings", "unsplit"]
 
 MODES = ("split", "parse")
 """The values of the model key ``data_special_tokens`` (``split``: the default)."""
@@ -63,7 +63,7 @@ def strings(value: Any) -> Iterator[str]:
 def for_model(model: Any, policy: Any) -> DataTokens | None:
     """The splitter of a model's records, or None where data's token text is encoded as the
     tokenizer does: compat mode (D23), ``data_special_tokens: parse``, an API model, or no
-    Hugging Face tokenizer (see :func:`unsplit_warning`)."""
+    Hugging Face tokenizer (see :func:`unsplit`)."""
     from .tokenize import HFTokenizer
 
     tokenizer = model.count_tokens
@@ -155,3 +155,54 @@ class DataTokens:
         if pos < len(text):
             ids += plain.encode(text[pos:], add_special_tokens=False).ids
         return ids
+
+
+class Unsplit:
+    """Warns once per job that a row value holds one of the model's special tokens (read off
+    its templates) which no tokenizer can split: an engine fed the text makes it a control
+    token."""
+
+    def __init__(self, model: Any, pattern: re.Pattern[str]) -> None:
+        self.model, self.pattern = model, pattern
+        self.warned = False
+
+    def check(self, row: Any, index: int) -> None:
+        if self.warned:
+            return
+        values = list(row.values()) if isinstance(row, Mapping) else [row]
+        for value in values:
+            for text in strings(value):
+                m = self.pattern.search(text)
+                if m is None:
+                    continue
+                import warnings
+
+                from ..errors import PromptCompilerWarning
+
+                self.warned = True
+                note = ConfigError(
+                    f"a row value holds {m.group()!r}, a special token of this model, and the "
+                    "model has no Hugging Face tokenizer to encode it as ordinary text: an "
+                    "engine fed the prompt text reads it as a control token (D23)",
+                    key_path="model.tokenizer", model=self.model.abbr, row=index,
+                    hint="give the model its tokenizer (then such records carry their ids), "
+                         "or remove the token from the data")
+                warnings.warn(PromptCompilerWarning(str(note)), stacklevel=2)
+                return
+
+
+def unsplit(model: Any, policy: Any) -> Unsplit | None:
+    """The warning of a default-mode model without a Hugging Face tokenizer whose templates
+    have special tokens (None where there is nothing to warn of)."""
+    from .tokenize import HFTokenizer
+
+    if (not policy.fixes("D23") or model.data_special_tokens != "split"
+            or model.renderer == "api" or isinstance(model.count_tokens, HFTokenizer)):
+        return None
+    from .special_tokens import model_special_tokens
+
+    tokens = model_special_tokens(model.meta_raw if isinstance(model.meta_raw, Mapping)
+                                  else None, model.chat_template)
+    if not tokens:
+        return None
+    return Unsplit(model, re.compile("|".join(map(re.escape, tokens))))

@@ -23,7 +23,7 @@ from ..assemble.base import Job, Record
 from ..assemble.gen import gen_record
 from ..assemble.ppl import ppl_row_records
 from ..data.reader import iter_rows
-from ..model.data_tokens import for_model
+from ..model.data_tokens import for_model, unsplit
 from ..model.spec import whitespace_tokens
 from ..retrieve.basic import Repeated
 from .probe import Plan, PlanCache, supports
@@ -84,6 +84,7 @@ class RowPlanner:
         # without a limit, a writer that needs no count never counts
         self.counts = counts and self.counting
         self.data_tokens = for_model(job.model, job.policy)
+        self.unsplit = unsplit(job.model, job.policy)
 
     def retarget(self, retrieved: Sequence[Sequence[int]], rows: range | None) -> None:
         """Serve other rows of the same job next (``retrieved`` indexed by row, as for the
@@ -97,15 +98,22 @@ class RowPlanner:
         their ids (FixK, Zero) share one ids object."""
         job, retrieved, span = self.job, self.retrieved, self.span
         same = retrieved.ids if isinstance(retrieved, Repeated) else None  # FixK, Zero: one
+        check = None if self.unsplit is None else self.unsplit.check
         if span.step != 1:
             for index in span:
                 job.row = index
-                yield index, retrieved[index] if same is None else same, job.rows.test[index]
+                row = job.rows.test[index]
+                if check is not None:
+                    check(row, index)
+                yield index, retrieved[index] if same is None else same, row
             return
         stream = iter_rows(job.rows.test, span.start, span.stop)
         for index in span:
             job.row = index  # an error reading the row names it
-            yield index, retrieved[index] if same is None else same, next(stream)
+            row = next(stream)
+            if check is not None:
+                check(row, index)
+            yield index, retrieved[index] if same is None else same, row
 
     def plans(self, ids: Sequence[int], row: Mapping[str, Any]) -> list[Plan] | None:
         """The plans (one, or one per ppl label) for rows with example ids ``ids``, or None
