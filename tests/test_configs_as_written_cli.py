@@ -155,3 +155,28 @@ def test_heaviest_real_config_loads_by_steps_not_seconds(tmp_path: Path) -> None
     assert "the config ran more than 5,000 steps (loop turns, comprehension items and " \
         "function calls) while loading; the limit is 5,000 steps " \
         "(PROMPT_COMPILER_MAX_CONFIG_STEPS raises it)" in env_proc.stderr, env_proc.stderr
+
+
+def test_refusal_in_a_base_config_names_the_base_config(tmp_path: Path) -> None:
+    """``import json`` in a dataset config imported by the eval config is reported in the
+    dataset config, at its line (was: the eval config, line 1)."""
+    (tmp_path / "configs" / "datasets").mkdir(parents=True)
+    (tmp_path / "configs" / "datasets" / "ds_x.py").write_text(
+        "x_datasets = []\nimport json\n", encoding="utf-8")
+    (tmp_path / "configs" / "eval_x.py").write_text(
+        "from mmengine.config import read_base\nwith read_base():\n"
+        "    from .datasets.ds_x import x_datasets\ndatasets = x_datasets\n", encoding="utf-8")
+    proc = run_cli("configs/eval_x.py", "-o", "out", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "compile-prompts: error: configs/datasets/ds_x.py: line 2: import json: a config may "
+        "import opencompass.*, mmengine.config's read_base, base configs (inside `with "
+        "read_base():`) and copy, functools, itertools, math, os, os.path, sys, typing (in "
+        "part)\n")
+    # an endless loop in the base config: the base config, its line, the limit
+    (tmp_path / "configs" / "datasets" / "ds_x.py").write_text(
+        "x_datasets = []\nwhile True:\n    pass\n", encoding="utf-8")
+    proc = run_cli("configs/eval_x.py", "-o", "out", cwd=tmp_path)
+    assert proc.stderr.startswith(
+        "compile-prompts: error: configs/datasets/ds_x.py: line 3: the config ran more than "
+        "10,000,000 steps"), proc.stderr

@@ -313,17 +313,40 @@ def harden(tree: ast.Module, display: str) -> ast.Module:
 
 
 def _refuse(error: PromptCompilerError) -> typing.NoReturn:
+    """Stop the load with ``error``, at the config file whose code met it (a base config's
+    refusal names the base config, not the eval config that imported it)."""
+    if error.config_path is None:
+        error.config_path = _base_file()
     raise Stop(error)
 
 
-def _where() -> str:
-    """``file.py, line N`` of the innermost config frame (for errors raised in guards)."""
-    frame = sys._getframe(2)
+def _config_frame() -> types.FrameType | None:
+    """The innermost frame of config code (the guards' own frames skipped)."""
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return ""
-    return f"line {frame.f_lineno}"
+        frame = frame.f_back
+    return frame
+
+
+def _where() -> str:
+    """``line N`` of the innermost config frame (for errors raised in guards; the file is
+    the one :func:`_refuse` names)."""
+    frame = _config_frame()
+    return "" if frame is None else f"line {frame.f_lineno}"
+
+
+def _base_file() -> str | None:
+    """The file of the innermost config frame when it is not the config being loaded (a
+    base config), shown relative to the working folder where it lies below it; else None."""
+    frame = _config_frame()
+    guard = Guard._active
+    if frame is None or guard is None:
+        return None
+    file = frame.f_code.co_filename
+    if not os.path.isfile(file) or os.path.realpath(file) == os.path.realpath(guard.display):
+        return None
+    shown = os.path.relpath(file)
+    return file if shown.startswith("..") else shown
 
 
 def _int_limit(what: str) -> typing.NoReturn:
@@ -968,7 +991,7 @@ class Guard:
             return None
         where = _where()
         return LimitError(f"{where + ': ' if where else ''}the config ran {what} while "
-                          f"loading; {why}")
+                          f"loading; {why}", config_path=_base_file())
 
     def _cap_memory(self, budget: int) -> None:
         try:
