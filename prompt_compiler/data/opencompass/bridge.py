@@ -260,12 +260,24 @@ def _run(call: BridgeCall, entry: Path) -> None:
         }
         (out / "entry.json").write_text(json.dumps(meta, indent=1, sort_keys=True),
                                         encoding="utf-8")
-        old = work / "old"
-        try:
-            entry.rename(old)
-        except OSError:
-            pass
-        out.rename(entry)
+        _install(out, entry, work / "old")
+
+
+def _install(new: Path, entry: Path, trash: Path) -> None:
+    """``new`` becomes the cache entry. An entry that another process (``--jobs``) made valid
+    meanwhile is kept, as it may be read now (rows are read lazily, by path); a stale one is
+    moved to ``trash``."""
+    if _cached(entry) is not None:
+        return
+    try:
+        entry.rename(trash)
+    except OSError:
+        pass  # none there
+    try:
+        new.rename(entry)
+    except OSError:  # another process installed its entry between the two renames
+        if _cached(entry) is None:
+            raise DataError(f"cannot write the cache entry {entry}") from None
 
 
 class _scratch:

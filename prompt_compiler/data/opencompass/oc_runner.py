@@ -65,7 +65,7 @@ def _load_class(name: str) -> tuple[Any, str]:
     sys.modules["opencompass.datasets"] = stub
     try:
         module = importlib.import_module(module_name)
-    except ImportError:
+    except Exception:  # noqa: BLE001 - e.g. an ImportError of a name the real package holds
         # the module wants names of the real package: import it whole
         for key in [k for k in sys.modules if k.startswith("opencompass.datasets")]:
             del sys.modules[key]
