@@ -91,7 +91,7 @@ class _Reads:
         self.files: dict[str, None] = {}
         self.dirs: dict[str, None] = {}
         self.on = False
-        self.skip = tuple(skip)
+        self.skip = tuple(os.path.join(os.path.realpath(p), "") for p in skip if p)
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.on:
@@ -112,7 +112,8 @@ class _Reads:
 
     def _note(self, path: str, into: dict[str, None]) -> None:
         full = os.path.abspath(path)
-        if full.startswith(self.skip) or full.endswith((".py", ".pyc", ".so")):
+        if (os.path.realpath(full).startswith(self.skip)
+                or full.endswith((".py", ".pyc", ".so"))):
             return
         into.setdefault(full, None)
 
@@ -139,9 +140,11 @@ def _write(dataset: Any, out_dir: str) -> list[str] | None:
 def main(request_path: str, out_dir: str) -> None:
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
+    # the interpreter's own files, our folder, and the system's (a /proc file changes on
+    # every run and would make every cache entry stale)
     skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, out_dir,
-            os.environ.get("HF_DATASETS_CACHE", out_dir)}
-    reads = _Reads(os.path.realpath(p) for p in skip if p)
+            os.environ.get("HF_DATASETS_CACHE", out_dir), "/proc/", "/sys/", "/dev/", "/etc/"}
+    reads = _Reads(skip)
     sys.addaudithook(reads)
     cls, version = _load_class(request["class"])
     import opencompass.utils.datasets as oc_datasets  # type: ignore[import-not-found]
