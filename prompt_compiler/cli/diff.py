@@ -24,7 +24,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="compile-prompts diff",
         description="Compare two compilations (two output folders, matched by "
         "<model>/<dataset>.jsonl, or two record files); records are matched by "
-        "(mode, index, label, turn) and compared by prompt. Exit 0: identical, 1: differ, "
+        "(mode, index, label, turn) and compared by every field the model is fed or "
+        "generates with (prompt, input_ids, stop, stop_token_ids, max_out_len, mask_length, "
+        "messages). Exit 0: identical, 1: differ, "
         "2: trouble (usage, or A or B holds no readable records).",
     )
     p.add_argument("a", type=Path, metavar="A", help="output folder or record file")
@@ -33,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='print {"pairs": [...], "items": [...]} as one JSON object',
+    )
+    p.add_argument(
+        "--only",
+        choices=("prompt",),
+        default=None,
+        help="compare the prompts alone (the other fields are not compared)",
     )
     p.add_argument(
         "--context",
@@ -64,7 +72,7 @@ def run(argv: list[str]) -> int:
     from ..inspection.diff import diff_outputs, diff_text, to_json
 
     try:
-        pairs = list(diff_outputs(args.a, args.b))
+        pairs = list(diff_outputs(args.a, args.b, only=args.only))
     except PromptCompilerError as err:  # trouble, not "different"
         print(f"compile-prompts: error: {one_line(str(err))}", file=sys.stderr)
         return 2

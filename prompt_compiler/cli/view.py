@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
         help="show the first N items per dataset x model (default 200; 0: all)",
     )
     p.add_argument("--title", help="the page title")
+    p.add_argument("--only", choices=("prompt",), default=None,
+                   help="with two outputs: compare the prompts alone (by default every field "
+                        "the model is fed or generates with)")
     return p
 
 
@@ -62,7 +65,8 @@ def run(argv: list[str]) -> int:
         if args.other is None:
             page = report(args.out, max_items=args.max_items, title=args.title)
         else:
-            page = diff_report(args.out, args.other, max_items=args.max_items, title=args.title)
+            page = diff_report(args.out, args.other, max_items=args.max_items, title=args.title,
+                               only=args.only)
     except PromptCompilerError as err:
         print(f"compile-prompts: error: {err}", file=sys.stderr)
         return 1

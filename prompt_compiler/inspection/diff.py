@@ -2,15 +2,20 @@
 
 ``A`` and ``B`` are two output folders (matched file by file by ``<model>/<dataset>.jsonl``)
 or two record files (e.g. two models of one run). Within a pair of files, records are
-matched by ``(mode, index, label, turn)`` and compared by their ``prompt``: an item is
-*same*, *changed*, *only in A* or *only in B*. The text form shows each changed prompt with
-whitespace and special tokens made visible as ``--show`` does
-(:func:`prompt_compiler.inspection.viewer.visible`), as a unified diff.
+matched by ``(mode, index, label, turn)`` and compared by every field a record carries that
+its model is fed or generates with (:data:`FIELDS`: ``prompt``, ``input_ids``, ``stop``,
+``stop_token_ids``, ``max_out_len``, ``mask_length``, ``messages``), or by ``prompt`` alone
+(``only="prompt"``, ``--only prompt``): an item is *same*, *changed*, *only in A* or *only in
+B*. The text form shows each changed prompt with whitespace and special tokens made visible as
+``--show`` does (:func:`prompt_compiler.inspection.viewer.visible`), as a unified diff, and
+each other differing field on its own line (for ``input_ids``: the first position where they
+differ and the two ids there).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +24,11 @@ from typing import Any
 from .outputs import item_key, read_records, record_files
 from .visible import visible
 
-__all__ = ["ItemDiff", "PairDiff", "diff_outputs", "diff_text", "to_json"]
+__all__ = ["FIELDS", "ItemDiff", "PairDiff", "diff_outputs", "diff_text", "field_line", "to_json"]
+
+FIELDS = ("prompt", "input_ids", "stop", "stop_token_ids", "max_out_len", "mask_length",
+          "messages")
+"""The fields compared (besides the record's key): what the model is fed and generates with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +43,8 @@ class ItemDiff:
     turn: Any
     a: Any
     b: Any
+    fields: tuple[tuple[str, Any, Any], ...] = ()
+    """The other fields that differ: ``(name, A's value, B's value)``."""
 
     @property
     def where(self) -> str:
@@ -71,8 +82,13 @@ def _joined(a: str, b: str) -> str:
     return a if a == b or not b else (b if not a else f"{a} | {b}")
 
 
+def _same(a: Any, b: Any) -> bool:
+    return bool(a == b and type(a) is type(b))
+
+
 def _compare(
-    a_recs: list[dict[str, Any]], b_recs: list[dict[str, Any]], rel_a: str, rel_b: str
+    a_recs: list[dict[str, Any]], b_recs: list[dict[str, Any]], rel_a: str, rel_b: str,
+    fields: tuple[str, ...] = FIELDS,
 ) -> PairDiff:
     model = _joined(
         _names(a_recs, rel_a, "model") if rel_a else "",
@@ -88,7 +104,8 @@ def _compare(
     changed_items: list[ItemDiff] = []
     one_sided: list[ItemDiff] = []
 
-    def item(rec: dict[str, Any], a: Any, b: Any) -> ItemDiff:
+    def item(rec: dict[str, Any], a: Any, b: Any,
+             others: tuple[tuple[str, Any, Any], ...] = ()) -> ItemDiff:
         return ItemDiff(
             model,
             dataset,
@@ -98,6 +115,7 @@ def _compare(
             rec.get("turn"),
             a,
             b,
+            others,
         )
 
     for rec in a_recs:
@@ -107,11 +125,14 @@ def _compare(
         if other is None:
             only_a += 1
             one_sided.append(item(rec, rec["prompt"], None))
-        elif other["prompt"] == rec["prompt"] and type(other["prompt"]) is type(rec["prompt"]):
+            continue
+        others = tuple((f, rec.get(f), other.get(f)) for f in fields
+                       if f != "prompt" and not _same(rec.get(f), other.get(f)))
+        if _same(other["prompt"], rec["prompt"]) and not others:
             same += 1
         else:
             changed += 1
-            changed_items.append(item(rec, rec["prompt"], other["prompt"]))
+            changed_items.append(item(rec, rec["prompt"], other["prompt"], others))
     b_only = [r for r in b_recs if item_key(r) not in a_keys]
     one_sided.extend(item(r, None, r["prompt"]) for r in b_only)
     return PairDiff(
@@ -119,14 +140,16 @@ def _compare(
     )
 
 
-def diff_outputs(a: Path, b: Path) -> Iterator[PairDiff]:
-    """Compare two output folders (file by file) or two record files, one pair at a time.
+def diff_outputs(a: Path, b: Path, *, only: str | None = None) -> Iterator[PairDiff]:
+    """Compare two output folders (file by file) or two record files, one pair at a time;
+    ``only="prompt"`` compares the prompts alone (else every field of :data:`FIELDS`).
 
     Raises:
         DataError: a record file cannot be read or holds a line that is not a record.
     """
+    fields = ("prompt",) if only == "prompt" else FIELDS
     if a.is_file() or b.is_file():
-        yield _compare(list(read_records(a)), list(read_records(b)), a.name, b.name)
+        yield _compare(list(read_records(a)), list(read_records(b)), a.name, b.name, fields)
         return
     files_a = {f.rel: f for f in record_files(a)}
     files_b = {f.rel: f for f in record_files(b)}
@@ -137,11 +160,25 @@ def diff_outputs(a: Path, b: Path) -> Iterator[PairDiff]:
             list(fb.records()) if fb else [],
             rel if fa else "",
             rel if fb else "",
+            fields,
         )
 
 
 def _lines(prompt: Any) -> list[str]:
     return [] if prompt is None else visible(prompt).split("\n")
+
+
+def field_line(name: str, a: Any, b: Any) -> str:
+    """One differing field, e.g. ``input_ids: first differ at 0: A 128000, B 791 (A 14 ids,
+    B 13)``."""
+    if name == "input_ids" and isinstance(a, list) and isinstance(b, list):
+        k = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                 min(len(a), len(b)))
+        at_a = a[k] if k < len(a) else "(end)"
+        at_b = b[k] if k < len(b) else "(end)"
+        return (f"  input_ids: first differ at {k}: A {at_a}, B {at_b} "
+                f"(A {len(a)} ids, B {len(b)})")
+    return f"  {name}: A {json.dumps(a, ensure_ascii=False)}, B {json.dumps(b, ensure_ascii=False)}"
 
 
 def diff_text(pairs: list[PairDiff], *, context: int = 3, max_items: int = 20) -> str:
@@ -168,6 +205,7 @@ def diff_text(pairs: list[PairDiff], *, context: int = 3, max_items: int = 20) -
             _lines(it.a), _lines(it.b), "A", "B", n=max(context, 0), lineterm=""
         )
         out.extend(list(body)[2:])  # the '--- A' / '+++ B' header says nothing here
+        out.extend(field_line(name, a, b) for name, a, b in it.fields)
     if len(shown) < len(items):
         out.append("")
         out.append(f"... {len(items) - len(shown)} more differing items (--max-items 0 shows all)")
@@ -215,6 +253,9 @@ def to_json(pairs: list[PairDiff], *, max_items: int = 0) -> dict[str, Any]:
                 "turn": i.turn,
                 "a": i.a,
                 "b": i.b,
+                # the other fields that differ, where some do
+                **({"fields": {name: {"a": a, "b": b} for name, a, b in i.fields}}
+                   if i.fields else {}),
             }
             for i in items
         ],

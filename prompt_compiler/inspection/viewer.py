@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .diff import PairDiff, diff_outputs
+from .diff import PairDiff, diff_outputs, field_line
 from .outputs import item_key, record_files
 from .visible import GLYPHS, Segment, segments, visible
 
@@ -310,9 +310,11 @@ def _side_by_side(a: Any, b: Any) -> str:
     )
 
 
-def diff_report(a: Path, b: Path, *, max_items: int = 200, title: str | None = None) -> str:
-    """The items that differ between two outputs, side by side (A left, B right)."""
-    pairs: list[PairDiff] = list(diff_outputs(a, b))
+def diff_report(a: Path, b: Path, *, max_items: int = 200, title: str | None = None,
+                only: str | None = None) -> str:
+    """The items that differ between two outputs, side by side (A left, B right); every
+    field of :data:`.diff.FIELDS` is compared (``only="prompt"``: the prompts alone)."""
+    pairs: list[PairDiff] = list(diff_outputs(a, b, only=only))
     models = sorted({p.model for p in pairs})
     datasets = sorted({p.dataset for p in pairs})
     cells = {}
@@ -334,7 +336,10 @@ def diff_report(a: Path, b: Path, *, max_items: int = 200, title: str | None = N
             body.append(
                 f'<div class="item" id="{iid}">'
                 f'<div class="meta"><b>{_esc(it.where)}</b></div>'
-                f"{_side_by_side(it.a, it.b)}</div>"
+                f"{_side_by_side(it.a, it.b)}"
+                + "".join(f'<div class="meta">{_esc(field_line(*f).strip())}</div>'
+                          for f in it.fields)
+                + "</div>"
             )
         body.append("</section>")
     intro = (

