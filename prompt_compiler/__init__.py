@@ -20,51 +20,61 @@ Whole suites, as the CLI compiles them::
 
 from __future__ import annotations
 
-import sys as _sys
-
-if _sys.argv[:1] == ["-m"] or _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].startswith(
-        "compile-prompts"):
-    # The command is starting: a stop signal from now on is one line, never a traceback.
-    from .cli.signals import install as _install
-
-    _install()
-    # NumPy's OpenBLAS (imported with pyarrow or BM25) reserves buffers per core when it
-    # loads and exits the process with its own message when it cannot (a memory cap):
-    # one thread is all prompt building uses.
-    import os as _os
-
-    _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 from typing import TYPE_CHECKING, Any
 
 from . import _moved
 from ._version import __version__
-from .assemble.base import Record
-from .compiler import CompiledDataset, Compiler
-from .data.reader import ReaderConfig
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
-from .inspection.outputs import read_output
-from .model.spec import Model, whitespace_tokens
-from .model.tokenize import register_token_counter
-from .pairs import CompileSettings
-from .policy import DEFECTS, Policy
-from .promptlist import Marker, PromptList, RoleItem
-from .render import APITemplateParser, LMTemplateParser, MetaTemplate
-from .suite import Suite, compile, compile_to_dir, load
-from .template.prompt_template import PromptTemplate
-from .template.raw_template import RawPromptTemplate
 
 _moved.install()
 
 if TYPE_CHECKING:
     from .api_formats import FormatRegistry, MessageFormat, Msg, format_chat, format_messages
+    from .assemble.base import Record
+    from .compiler import CompiledDataset, Compiler
+    from .data.reader import ReaderConfig
+    from .inspection.outputs import read_output
+    from .model.spec import Model, whitespace_tokens
+    from .model.tokenize import register_token_counter
+    from .pairs import CompileSettings
+    from .policy import DEFECTS, Policy
     from .prompters import AlpacaPrompter, ChatPrompter, InstructionPrompter, InstructionTemplate
+    from .promptlist import Marker, PromptList, RoleItem
+    from .render import APITemplateParser, LMTemplateParser, MetaTemplate
     from .render.chat_template import ChatTemplate
+    from .suite import Suite, compile, compile_to_dir, load
     from .template.jinja_prompt import JinjaPrompt
+    from .template.prompt_template import PromptTemplate
+    from .template.raw_template import RawPromptTemplate
 
 _LAZY = {
-    # the seeds' prompt styles, imported when first used (they pull in jinja2 and more)
+    # every public name is imported when first used: `import prompt_compiler` (and the
+    # command's start) stays light, and the command installs its signal handlers first
+    "APITemplateParser": "render",
+    "CompileSettings": "pairs",
+    "CompiledDataset": "compiler",
+    "Compiler": "compiler",
+    "DEFECTS": "policy",
+    "LMTemplateParser": "render",
+    "Marker": "promptlist",
+    "MetaTemplate": "render",
+    "Model": "model.spec",
+    "Policy": "policy",
+    "PromptList": "promptlist",
+    "PromptTemplate": "template.prompt_template",
+    "RawPromptTemplate": "template.raw_template",
+    "ReaderConfig": "data.reader",
+    "Record": "assemble.base",
+    "RoleItem": "promptlist",
+    "Suite": "suite",
+    "compile": "suite",
+    "compile_to_dir": "suite",
+    "load": "suite",
+    "read_output": "inspection.outputs",
+    "register_token_counter": "model.tokenize",
+    "whitespace_tokens": "model.spec",
+    # the seeds' prompt styles (they pull in jinja2 and more)
     "AlpacaPrompter": "prompters",
     "ChatPrompter": "prompters",
     "ChatTemplate": "render.chat_template",

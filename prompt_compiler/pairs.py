@@ -82,12 +82,45 @@ class CompileSettings:
     no_rows: bool = False
     """Stand-in rows made from each ``reader_cfg`` where rows would be read (``--check
     --no-rows``; :mod:`prompt_compiler.data.standin`)."""
+    only: tuple[str, ...] = ()
+    """Compile only the datasets whose abbr matches one of these globs (``--only``)."""
+    models: tuple[str, ...] = ()
+    """Compile only the models whose abbr matches one of these globs (``--models``)."""
+    format: str = "records"
+    """What is written per pair: ``records``, ``vllm``, ``openai-batch`` or ``parquet``
+    (``--format``; :mod:`prompt_compiler.emit.formats`)."""
+    batch_lines: int | None = None
+    """``openai-batch``: lines per file (default: the Batch API's 50,000)."""
+    batch_bytes: int | None = None
+    """``openai-batch``: bytes per file (default: the Batch API's 200 MB)."""
+    engine: str = "local"
+    """``local`` or ``ray`` (``--engine``; :mod:`prompt_compiler.engines`)."""
+    ray_address: str | None = None
+    """With ``engine="ray"``: the cluster to join (``--ray-address``); None: a local one."""
+    replace_foreign: bool = False
+    """Replace OUT even when this tool did not write it (``--overwrite-foreign``)."""
 
     def __post_init__(self) -> None:
         if self.data_dir is not None and not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir))
         if self.opencompass_python is not None and not isinstance(self.opencompass_python, Path):
             object.__setattr__(self, "opencompass_python", Path(self.opencompass_python))
+        for key in ("only", "models"):  # one glob or several
+            value = getattr(self, key)
+            object.__setattr__(self, key, (value,) if isinstance(value, str) else tuple(value))
+
+    @classmethod
+    def of(cls, settings: CompileSettings | None, options: Mapping[str, Any]) -> CompileSettings:
+        """``settings``, or one built from keyword ``options`` (its field names).
+
+        Raises:
+            TypeError: Both given, or an option that is no field.
+        """
+        if settings is None:
+            return cls(**options)
+        if options:
+            raise TypeError(f"give settings or keyword options, not both (got {sorted(options)})")
+        return settings
 
     def compiler(self) -> Compiler:
         """A compiler in this mode."""

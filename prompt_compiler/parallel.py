@@ -13,7 +13,7 @@ the run's one :class:`~.pairs.CompileSettings`, as another engine runs them
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,8 @@ from .emit.shards import (
 from .errors import PromptCompilerError
 from .pairs import CompileSettings, Counts, Pair, PreparedJob, pair_lines, prepare, range_lines
 
-__all__ = ["PARENT_SHARE", "SPLIT_ROWS", "compile_parallel", "compile_parallel_shards",
-           "row_ranges", "shard_split"]
+__all__ = ["PARENT_SHARE", "SPLIT_ROWS", "PoolEngine", "compile_parallel",
+           "compile_parallel_shards", "row_ranges", "shard_split"]
 
 SPLIT_ROWS = 2_000
 """A gen or ppl pair with at least twice this many test rows is split into row ranges."""
@@ -315,3 +315,20 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
             stray.unlink(missing_ok=True)
     finally:
         _PREPARED.clear()
+
+
+class PoolEngine:
+    """``--jobs N``: the pairs (and row ranges of a large one) in N processes
+    (:class:`prompt_compiler.engines.Engine`)."""
+
+    def run(self, pairs: Sequence[Pair], writer: OutputDir | None,
+            outputs: dict[str, dict[str, Any]], settings: CompileSettings, *,
+            shards: Mapping[str, ShardPlan] | None = None, progress: Any = None,
+            digests: dict[str, str] | None = None) -> None:
+        """See :meth:`prompt_compiler.engines.Engine.run` (``writer`` is required)."""
+        assert writer is not None, "the process pool writes OUT; a check runs locally"
+        if shards is None:
+            compile_parallel(list(pairs), writer, outputs, settings, progress)
+        else:
+            compile_parallel_shards(list(pairs), writer, outputs, settings, dict(shards),
+                                    progress)

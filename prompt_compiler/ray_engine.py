@@ -29,7 +29,7 @@ import contextlib
 import logging
 import os
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -47,7 +47,8 @@ from .emit.shards import (
 from .errors import ConfigError, PromptCompilerError, UnsupportedError
 from .pairs import CompileSettings, Counts, PreparedJob, locate, pair_lines, range_lines
 
-__all__ = ["RANGE_ROWS", "Offset", "Shots", "compile_pairs", "ray_session", "require_ray"]
+__all__ = ["RANGE_ROWS", "Offset", "RayEngine", "Shots", "compile_pairs", "ray_session",
+           "require_ray"]
 
 RANGE_ROWS = 20_000
 """Test rows of one row block (fewer where that gives each CPU at least two blocks)."""
@@ -755,3 +756,18 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
             raise pickle.loads(error)
         out += orjson.loads(entries)
     return out
+
+
+class RayEngine:
+    """``--engine ray``: the pairs as Ray tasks, a large pair's row blocks as Ray Data, on
+    the cluster at ``settings.ray_address`` or a local instance of ``settings.jobs`` CPUs
+    (:class:`prompt_compiler.engines.Engine`)."""
+
+    def run(self, pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
+            settings: CompileSettings, *, shards: Mapping[str, ShardPlan] | None = None,
+            progress: Any = None, digests: dict[str, str] | None = None) -> None:
+        """See :meth:`prompt_compiler.engines.Engine.run` (``writer`` is required)."""
+        assert writer is not None, "Ray writes OUT; a check runs locally"
+        with ray_session(settings.ray_address, settings.jobs):
+            compile_pairs(list(pairs), writer, outputs, settings, progress,
+                          shards=None if shards is None else dict(shards), digests=digests)

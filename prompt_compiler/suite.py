@@ -19,7 +19,6 @@ Which datasets meet which models (:func:`load`):
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from .emit.manifest import build_manifest, input_root
 from .emit.names import MANIFEST, check_unique
 from .emit.outdir import OutputDir
 from .errors import ConfigError, OutputError, PromptCompilerError
-from .pairs import CompileSettings, Counts, Pair, at_origin, pair_lines, pair_records
+from .pairs import CompileSettings, Pair, at_origin, pair_records
 
 __all__ = ["CompileSettings", "Pair", "Suite", "apply_settings", "compile", "compile_to_dir",
            "load", "model_from_name", "tokenized", "with_options", "with_tokenizer"]
@@ -284,32 +283,24 @@ def _unique(items: Sequence[Any], kind: str) -> tuple[Any, ...]:
     return tuple(seen.values())
 
 
-def compile(suite: Suite, *, data_dir: PathArg | None = None, mode: str = "default",
-            only: Globs = (), models: Globs = (), limit: int | None = None,
-            strict: bool = False, spans: bool = False, fewshot: str | None = None,
-            tokenize: bool = False, opencompass_python: PathArg | None = None,
-            ) -> Iterator[Record]:
+def compile(suite: Suite, settings: CompileSettings | None = None,
+            **options: Any) -> Iterator[Record]:
     """Every record of every pair, in a stable order (``record.prompt`` is the model input).
 
     Args:
-        data_dir: Rows at ``DIR/<abbr>/<split>.jsonl`` or ``DIR/<abbr>.jsonl`` (``--data-dir``).
-        mode: ``"default"`` or ``"opencompass"`` (``--mode compat``).
-        only: Dataset abbr globs (one str or several; ``--only``).
-        models: Model abbr globs (``--models``).
-        limit: Compile only the first ``limit`` test rows of each dataset (``--limit``).
-        strict: Warnings (an empty test split, an unknown placeholder) are errors (``--strict``).
-        spans: Set each record's :attr:`Record.spans` (``--spans``).
-        fewshot: ``"multiturn"`` or ``"inline"`` for every dataset (``--fewshot``).
-        tokenize: Every record gets ``input_ids`` (each model needs its ``tokenizer``; see
-            :func:`tokenized`; ``--tokenize``).
-        opencompass_python: The interpreter that runs OpenCompass's own loader for a class
-            with no native reader (``--opencompass-python``; docs/opencompass-users.md).
+        settings: The run's settings; or give its fields as keyword ``options`` instead:
+            ``data_dir`` (rows at ``DIR/<abbr>/<split>.jsonl`` or ``DIR/<abbr>.jsonl``),
+            ``mode`` (``"default"`` or ``"opencompass"``), ``only`` / ``models`` (dataset /
+            model abbr globs, one str or several), ``limit`` (the first N test rows of each
+            dataset), ``strict`` (warnings are errors), ``spans`` (each record's
+            :attr:`Record.spans`), ``fewshot`` (``"multiturn"`` or ``"inline"``),
+            ``tokenize`` (``input_ids``; each model needs its ``tokenizer``: :func:`tokenized`),
+            ``opencompass_python`` (the interpreter that runs OpenCompass's own loader for a
+            class with no native reader; docs/opencompass-users.md).
     """
-    settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
-                               limit=limit, fewshot=fewshot, tokenize=tokenize,
-                               opencompass_python=_path(opencompass_python))
+    settings = CompileSettings.of(settings, options)
     compiler = settings.compiler()
-    for pair in apply_settings(suite, settings).pairs(only, models):
+    for pair in apply_settings(suite, settings).pairs(settings.only, settings.models):
         yield from pair_records(pair, settings, compiler=compiler)
 
 
@@ -404,25 +395,21 @@ def with_tokenizer(suite: Suite, tokenizer: str) -> Suite:
     return replace(suite, models=tuple(models))
 
 
-def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | None = None,
-                   mode: str = "default", only: Globs = (), jobs: int = 1,
-                   progress: Any = None, replace_foreign: bool = False, spans: bool = False,
-                   models: Globs = (), limit: int | None = None, strict: bool = False,
-                   arguments: Mapping[str, Any] | None = None, tokenize: bool = False,
-                   fewshot: str | None = None, format: str = "records",
-                   batch_lines: int | None = None, batch_bytes: int | None = None,
-                   engine: str = "local", ray_address: str | None = None,
-                   shard_rows: int | None = None,
-
-                   opencompass_python: PathArg | None = None,
-                   no_rows: bool = False) -> dict[str, Any]:
+def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings | None = None,
+                   *, progress: Any = None, arguments: Mapping[str, Any] | None = None,
+                   **options: Any) -> dict[str, Any]:
     """Compile every pair into ``out`` as one unit and return the manifest.
 
-    ``format``: ``records`` (the JSONL records), or engine-ready files in their place:
-    ``vllm``, ``openai-batch`` (files of at most ``batch_lines`` lines and ``batch_bytes``
-    bytes, by default the Batch API's 50,000 and 200 MB) or ``parquet``
-    (:mod:`prompt_compiler.emit.formats`). With ``out=None`` only the records are compiled
-    and checked.
+    ``settings`` carries every option of the run (:class:`CompileSettings`; or give its
+    fields as keyword ``options`` instead). Its ``format``: ``records`` (the JSONL records),
+    or engine-ready files in their place: ``vllm``, ``openai-batch`` (files of at most
+    ``batch_lines`` lines and ``batch_bytes`` bytes, by default the Batch API's 50,000 and
+    200 MB) or ``parquet`` (:mod:`prompt_compiler.emit.formats`). Its ``engine``: where the
+    pairs are compiled (:mod:`prompt_compiler.engines`; ``ray``: on the cluster at
+    ``ray_address``, or on a local instance of ``jobs`` CPUs); the output is the same. Its
+    ``shard_rows``: each pair's records as ``<model>/<dataset>/part-NNNNN`` files of at most
+    that many records (:mod:`prompt_compiler.emit.shards`), written by the processes or Ray
+    workers that compile them; this process writes only the manifest.
 
     ``out`` is replaced as a whole (see :mod:`prompt_compiler.emit.outdir`): afterwards it
     holds exactly the files the manifest lists, or, if anything fails, what it held
@@ -433,46 +420,39 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
     ``progress``: called as ``progress(i, total, pair)`` before each pair; if it also has a
     ``rows(n)`` and a ``row()`` method, they are told each pair's test rows and each
     finished row (sequential runs). ``arguments``: the CLI arguments that shape the
-    output, recorded in the manifest. ``engine="ray"``: the pairs and row ranges run as Ray
-    tasks (:mod:`prompt_compiler.ray_engine`) on the cluster at ``ray_address``, or on a
-    local instance of ``jobs`` CPUs; the output is the same.
-
-    ``shard_rows``: each pair's records as ``<model>/<dataset>/part-NNNNN`` files of at most
-    that many records (:mod:`prompt_compiler.emit.shards`), written by the processes or Ray
-    workers that compile them; this process writes only the manifest.
+    output, recorded in the manifest.
 
     ``no_rows`` (with ``out=None`` only): every pair checked on stand-in rows made from its
     ``reader_cfg`` where rows would be read (:mod:`prompt_compiler.data.standin`).
     """
-    from .emit.formats import check_format, convert_outputs
+    from dataclasses import replace
 
-    if no_rows and out is not None:
+    from .emit.formats import check_format, convert_outputs
+    from .emit.shards import check_shard_rows, plan_for
+    from .engines import engine_for
+
+    settings = CompileSettings.of(settings, options)
+    if settings.no_rows and out is not None:
         raise ConfigError("stand-in rows (--no-rows) are for checking: nothing is written",
                           hint="use --check --no-rows")
-
-    format = check_format(format)
-    if format == "parquet":
+    fmt = check_format(settings.format)
+    if fmt == "parquet":
         from .emit.formats import _pyarrow
 
         _pyarrow()  # a missing extra fails before anything is compiled
-    from .emit.shards import check_shard_rows
     from .storage import object_uri
 
     remote = object_uri(out)
-    if remote is not None and shard_rows is None:
+    if remote is not None and settings.shard_rows is None:
         raise ConfigError(f"-o {remote}: an output on object storage is sharded; give "
                           "--shard-rows N (records per shard)", hint="e.g. --shard-rows 100000")
     out = Path(out) if out is not None and remote is None else None
-
-    settings = CompileSettings(data_dir=_path(data_dir), mode=mode, spans=spans, strict=strict,
-                               jobs=jobs, limit=limit, fewshot=fewshot, tokenize=tokenize,
-                               shard_rows=check_shard_rows(shard_rows),
-                               opencompass_python=_path(opencompass_python), no_rows=no_rows)
+    settings = replace(settings, format=fmt, shard_rows=check_shard_rows(settings.shard_rows))
     data_dir = settings.data_dir
     suite = apply_settings(suite, settings)
-    pairs = suite.pairs(only, models)
+    pairs = suite.pairs(settings.only, settings.models)
     if not pairs:
-        raise suite.nothing_to_compile(only, models)
+        raise suite.nothing_to_compile(settings.only, settings.models)
     _check_names(pairs)
     outputs: dict[str, dict[str, Any]] = {}
     writer: Any = None
@@ -480,47 +460,31 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         from .emit.objstore import ObjectOutput
 
         _check_not_under(remote, suite, data_dir)
-        writer = ObjectOutput(remote, replace_foreign=replace_foreign).open()
+        writer = ObjectOutput(remote, replace_foreign=settings.replace_foreign).open()
     elif out is not None:
         _check_not_inside(out, _every_input(suite, data_dir))
-        writer = OutputDir(out, replace_foreign=replace_foreign).open()
-    limits = {k: v for k, v in (("batch_lines", batch_lines), ("batch_bytes", batch_bytes))
-              if v is not None}
+        writer = OutputDir(out, replace_foreign=settings.replace_foreign).open()
+    limits = {k: v for k, v in (("batch_lines", settings.batch_lines),
+                                ("batch_bytes", settings.batch_bytes)) if v is not None}
     digests: dict[str, str] = {}  # inputs hashed by the workers that read them
     try:
+        shards = None
         if settings.shard_rows and writer is not None:
-            _compile_shards(pairs, writer, outputs, settings, format, limits, engine,
-                            ray_address, progress, digests)
-        elif engine == "ray" and writer is not None:
-            from .ray_engine import compile_pairs, ray_session
-
-            with ray_session(ray_address, jobs):
-                compile_pairs(pairs, writer, outputs, settings, progress)
-        elif jobs > 1 and writer is not None:
-            from .parallel import compile_parallel
-
-            compile_parallel(pairs, writer, outputs, settings, progress)
-        else:
-            for i, pair in enumerate(pairs):
-                if progress:
-                    progress(i, len(pairs), pair)
-                counts = Counts()
-                blocks = pair_lines(pair, settings, counts, progress=progress)
-                if writer is None:
-                    digest = _hash(blocks)
-                else:
-                    digest = writer.write_blocks(pair.out_name, blocks)
-                outputs[pair.out_name] = counts.entry(pair, digest)
-        if format != "records" and writer is not None and not settings.shard_rows:
-            outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, format,
+            shards = {p.out_name: plan_for(p, settings.shard_rows, fmt, **limits) for p in pairs}
+        engine_for(settings, writing=writer is not None).run(
+            pairs, writer, outputs, settings, shards=shards, progress=progress, digests=digests)
+        if fmt != "records" and writer is not None and shards is None:
+            outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, fmt,
                                       **limits)
         from .model.spec import manifest_models
 
-        manifest = build_manifest(version=__version__, mode=mode, root=input_root(suite.paths),
+        manifest = build_manifest(version=__version__, mode=settings.mode,
+                                  root=input_root(suite.paths),
                                   inputs=input_files(suite, pairs, data_dir,
                                                      settings.opencompass_python), outputs=outputs,
                                   arguments=arguments, models=manifest_models(
-                                      {p.model.abbr: p.model for p in pairs}.values(), mode),
+                                      {p.model.abbr: p.model for p in pairs}.values(),
+                                      settings.mode),
                                   environment={name: digest for cfg in suite.configs
                                                for name, digest in cfg.environment},
                                   digests=digests)
@@ -532,40 +496,6 @@ def compile_to_dir(suite: Suite, out: PathArg | None, *, data_dir: PathArg | Non
         if writer is not None:
             writer.abort()
         raise
-
-
-def _compile_shards(pairs: Sequence[Pair], writer: Any, outputs: dict[str, dict[str, Any]],
-                    settings: CompileSettings, fmt: str, limits: Mapping[str, int],
-                    engine: str, ray_address: str | None, progress: Any,
-                    digests: dict[str, str]) -> None:
-    """``--shard-rows``: every pair's shards, written by whoever compiles them (this process
-    with ``--jobs 1``, the pool's processes, Ray's workers); their entries into ``outputs``."""
-    from .emit.shards import pair_entry, pair_folder, plan_for, write_shards
-
-    assert settings.shard_rows is not None
-    plans = {p.out_name: plan_for(p, settings.shard_rows, fmt, **limits) for p in pairs}
-    if engine == "ray":
-        from .ray_engine import compile_pairs, ray_session
-
-        with ray_session(ray_address, settings.jobs):
-            compile_pairs(list(pairs), writer, outputs, settings, progress, shards=plans,
-                          digests=digests)
-        return
-    if settings.jobs > 1:
-        from .parallel import compile_parallel_shards
-
-        compile_parallel_shards(list(pairs), writer, outputs, settings, plans, progress)
-        return
-    sink = writer.sink()
-    for i, pair in enumerate(pairs):
-        if progress:
-            progress(i, len(pairs), pair)
-        blocks = pair_lines(pair, settings, Counts(), progress=progress)
-        shards = write_shards(sink, pair_folder(pair.out_name), blocks, plans[pair.out_name])
-        for shard in shards:
-            writer.adopt(shard.name)
-        outputs[pair_folder(pair.out_name)] = pair_entry(
-            pair.dataset.abbr, pair.model.abbr, shards, plans[pair.out_name])
 
 
 def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None,
@@ -648,14 +578,3 @@ def _check_not_under(uri: str, suite: Suite, data_dir: Path | None) -> None:
                                       or uri.startswith(found + "/")):
                 raise OutputError(f"the output {uri} holds the input {found}, and its runs are "
                                   "deleted as a whole", hint="write the output to another prefix")
-
-
-def _path(value: PathArg | None) -> Path | None:
-    return Path(value) if value is not None else None
-
-
-def _hash(blocks: Iterator[bytes]) -> str:
-    h = hashlib.sha256()
-    for block in blocks:
-        h.update(block)
-    return h.hexdigest()

@@ -217,3 +217,14 @@ def test_a_signal_as_the_command_ends_never_kills_it_without_a_word(tmp_path: Pa
             assert rest == "compile-prompts: stopped by SIGTERM\n", rest
         else:
             assert rest == "", rest
+
+
+def test_importing_the_package_installs_no_signal_handler() -> None:
+    """The command installs its stop-signal handlers as it starts (``cli.main``); importing
+    the package leaves a program's handlers alone, even in a process named like the command."""
+    code = ("import signal, sys; sys.argv[:] = ['compile-prompts']; import prompt_compiler; "
+            "print([signal.getsignal(s) is signal.SIG_DFL for s in "
+            "(signal.SIGTERM, signal.SIGHUP)])")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=env())
+    assert run.stdout.strip() == "[True, True]", run.stderr

@@ -132,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     """The ``compile-prompts`` entry point."""
     command = argv is None
     if command:
+        # The command is starting: a stop signal from now on is one line, never a traceback
+        # (installed here, not when the package is imported).
+        signals.install()
+        # NumPy's OpenBLAS (imported with pyarrow or BM25) reserves buffers per core when it
+        # loads and exits the process with its own message when it cannot (a memory cap):
+        # one thread is all prompt building uses.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         _utf8_mode_under_the_c_locale()
     argv = list(sys.argv[1:] if argv is None else argv)
     _escape_unencodable()

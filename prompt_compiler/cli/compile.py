@@ -266,20 +266,22 @@ def _run(args: argparse.Namespace) -> int:
         if writes and not object_uri(args.out):  # repair what a dead run left; fail now,
             OutputDir(args.out or Path("out")).recover()  # not after loading, if OUT is busy
         settings = CompileSettings(
-            data_dir=Path(args.data_dir) if args.data_dir is not None else None, mode=mode,
-            spans=args.spans, strict=args.strict, jobs=args.jobs, limit=args.limit,
-            fewshot=args.fewshot, tokenize=args.tokenize, tokenizer=args.tokenizer,
-            opencompass_python=args.opencompass_python, no_rows=args.no_rows)
+            data_dir=args.data_dir, mode=mode, spans=args.spans, strict=args.strict,
+            jobs=args.jobs, limit=args.limit, fewshot=args.fewshot, tokenize=args.tokenize,
+            tokenizer=args.tokenizer, opencompass_python=args.opencompass_python,
+            no_rows=args.no_rows, shard_rows=args.shard_rows, only=tuple(args.only),
+            models=tuple(args.models), format=args.format, engine=args.engine,
+            ray_address=args.ray_address, replace_foreign=args.overwrite_foreign)
         loaded = S.apply_settings(S.load(args.paths, models=args.model,
                                          opencompass_configs=args.opencompass_configs),
                                   settings)
-        if not loaded.pairs(args.only, args.models):
-            raise loaded.nothing_to_compile(args.only, args.models)
+        if not loaded.pairs(settings.only, settings.models):
+            raise loaded.nothing_to_compile(settings.only, settings.models)
         if args.show:
             from ..inspection.visible import visible
 
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-            for pair in loaded.pairs(args.only, args.models):
+            for pair in loaded.pairs(settings.only, settings.models):
                 print(f"=== {pair.dataset.abbr} x {pair.model.abbr} ({pair.dataset.config_path})")
                 shown = dataclasses.replace(settings, spans=False)  # the prompts only
                 for n, rec in enumerate(pair_records(pair, shown)):
@@ -293,23 +295,16 @@ def _run(args: argparse.Namespace) -> int:
             if not args.check and args.out is None:
                 return 0
         out = None if args.check else (args.out or Path("out"))
-        manifest = S.compile_to_dir(loaded, out, data_dir=args.data_dir, mode=mode, only=args.only,
-                                    jobs=args.jobs, progress=progress,
-                                    replace_foreign=args.overwrite_foreign, spans=args.spans,
-                                    models=args.models, strict=args.strict,
-                                    arguments=_arguments(args), format=args.format,
-                                    engine=args.engine, ray_address=args.ray_address,
-                                    shard_rows=args.shard_rows,
-                                    opencompass_python=args.opencompass_python,
-                                    no_rows=args.no_rows)
+        manifest = S.compile_to_dir(loaded, out, settings, progress=progress,
+                                    arguments=_arguments(args))
         if args.check:
             from ..inspection.lint import lint_suite
 
             with quiet_warnings():
-                findings = lint_suite(loaded, data_dir=args.data_dir, mode=mode, only=args.only,
-                                      models=args.models,
-                                      opencompass_python=args.opencompass_python,
-                                      no_rows=args.no_rows)
+                findings = lint_suite(loaded, data_dir=settings.data_dir, mode=mode,
+                                      only=settings.only, models=settings.models,
+                                      opencompass_python=settings.opencompass_python,
+                                      no_rows=settings.no_rows)
             progress.done()
             level = "error" if args.strict else "warning"  # --strict: every warning fails
             for finding in findings:
