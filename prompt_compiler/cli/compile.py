@@ -237,13 +237,16 @@ def run(argv: list[str]) -> int:
     if args.no_rows and not args.check:
         _parser().error("--no-rows checks without data: give --check too (nothing is written)")
     said.clear()
-    with stopping(), warnings_to_stderr():
-        try:
-            return _run(args)
-        except (Stopped, KeyboardInterrupt) as stop:  # after _run's own handlers: while the
-            if said:  # error line was printed or the summary written, the run had its status
-                return said[-1]
-            return reported(stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT))
+    try:
+        with stopping(), warnings_to_stderr():
+            try:
+                return _run(args)
+            except (Stopped, KeyboardInterrupt) as stop:  # after _run's own handlers: while
+                if said:  # the error line was printed or the summary written, the run had
+                    return said[-1]  # its status
+                return reported(stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT))
+    except Stopped as stop:  # while the handlers were put back, as the run ended
+        return said[-1] if said else reported(stop.signum)
 
 
 said: list[int] = []
