@@ -171,11 +171,11 @@ def test_check_template_takes_special_tokens(tmp_path: Path) -> None:
                            "(e.g. bos_token=<s>), got 'bos_token'\n")
 
 
-def test_the_readme_synopsis_lists_the_options() -> None:
+def test_the_cli_page_synopsis_lists_the_options() -> None:
     from prompt_compiler.cli.compile import _parser
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    synopsis = readme.split("## The CLI", 1)[1].split("```", 2)[1]
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = page.split("```text\n", 1)[1].split("```", 1)[0]
     options = {o for a in _parser()._actions for o in a.option_strings}
     for option in ("--fewshot", "--opencompass-configs", "--strict", "--models"):
         assert option in options
