@@ -73,3 +73,52 @@ def test_hf_dataset_calls_not_covered_go_to_opencompass(clean_env: None) -> None
     with pytest.raises(PromptCompilerError, match="--opencompass-python"):
         loader_rows("HFDataset", {"type": "HFDataset", "path": "glue", "name": "cola",
                                   "split": "train"})
+
+
+# --- get_data_path's rule (paths.resolve) -------------------------------------------------
+
+
+def test_dataset_id_maps_to_its_folder_under_the_cache(tmp_path: Path) -> None:
+    from prompt_compiler.data.opencompass.paths import resolve
+
+    (tmp_path / "cache" / "data" / "mmlu").mkdir(parents=True)
+    found = resolve("opencompass/mmlu", environ={"COMPASS_DATA_CACHE": "cache"}, cwd=tmp_path)
+    assert found.path == tmp_path / "cache" / "data" / "mmlu"
+    assert found.text == f"{tmp_path}/cache/./data/mmlu/"  # spelt as OpenCompass joins it
+
+
+def test_unmapped_id_is_a_path_and_local_mode_skips_the_mapping(tmp_path: Path) -> None:
+    from prompt_compiler.data.opencompass.paths import resolve
+
+    (tmp_path / "opencompass" / "mmlu").mkdir(parents=True)
+    (tmp_path / "data" / "x.jsonl").parent.mkdir()
+    (tmp_path / "data" / "x.jsonl").write_text("{}\n")
+    assert resolve("data/x.jsonl", environ={}, cwd=tmp_path).path == tmp_path / "data/x.jsonl"
+    assert (resolve("opencompass/mmlu", local_mode=True, environ={}, cwd=tmp_path).path
+            == tmp_path / "opencompass" / "mmlu")
+
+
+def test_absolute_path_is_used_as_it_is(tmp_path: Path) -> None:
+    from prompt_compiler.data.opencompass.paths import resolve
+
+    assert resolve(str(tmp_path / "nowhere"), environ={}).path == tmp_path / "nowhere"
+
+
+def test_a_hub_dataset_source_is_refused_by_name(tmp_path: Path) -> None:
+    from prompt_compiler.data.opencompass.paths import resolve
+
+    with pytest.raises(PromptCompilerError) as caught:
+        resolve("opencompass/mmlu", environ={"DATASET_SOURCE": "ModelScope"}, cwd=tmp_path)
+    assert str(caught.value) == (
+        "DATASET_SOURCE=ModelScope: OpenCompass reads 'opencompass/mmlu' from the ModelScope "
+        "hub, which this project does not do (it reads local files only) (hint: unset "
+        "DATASET_SOURCE to read OpenCompass's local data folder)")
+
+
+def test_load_arguments_are_checked_as_load_checks_them(clean_env: None) -> None:
+    with pytest.raises(PromptCompilerError, match=r"GSM8KDataset.load\(\): got an unexpected "
+                       r"keyword argument 'name'"):
+        loader_rows("GSM8KDataset", {"type": "GSM8KDataset", "path": "x", "name": "y"})
+    with pytest.raises(PromptCompilerError, match=r"MMLUDataset.load\(\): missing a required "
+                       r"argument: 'name'"):
+        loader_rows("MMLUDataset", {"type": "MMLUDataset", "path": "opencompass/mmlu"})
