@@ -251,3 +251,21 @@ def test_shard_tasks_cover_every_shard_once() -> None:
         (range(0, 3), range(0, 2), 0),    # records 0-7: rows 0-2
         (range(2, 7), range(2, 5), 6),    # records 8-19: rows 2-6 (rows 2 and 6 are cut)
         (range(6, 10), range(5, 8), 18)]  # records 20-29: rows 6-9
+
+
+def test_a_run_killed_before_the_swap_leaves_the_previous_shards_whole(suite: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _ok(run_cli("suite.py", "-o", "k", "--shard-rows", "3000", "--only", "gen", cwd=suite))
+    before = _tree(suite / "k")
+    done = subprocess.run([sys.executable, "-m", "prompt_compiler", "suite.py", "-o", "k",
+                           "--shard-rows", "1000"], capture_output=True, text=True,
+                          cwd=suite, env={**os.environ,
+                                          "PROMPT_COMPILER_TEST_KILL_AT": "before-swap"})
+    assert done.returncode == -9
+    assert _tree(suite / "k") == before  # the staging folder beside it holds the new shards
+    _ok(run_cli("suite.py", "-o", "k", "--shard-rows", "1000", cwd=suite))
+    assert len(_tree(suite / "k")) == 5 + 10 + 1
+    assert not [p for p in suite.iterdir() if p.name.startswith(".k.")]
