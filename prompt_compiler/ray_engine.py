@@ -610,8 +610,8 @@ def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: Compile
     return out
 
 
-def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan
-                 ) -> tuple[Any, dict[str, str]]:
+def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan,
+                 range_bytes: int | None = None) -> tuple[Any, dict[str, str]]:
     """Task: :func:`_plan` of one sharded pair, and the sha256 of its row files (the
     manifest's inputs) by real path. (Its shots come back by value: an object this task
     put in the store would be lost with its worker process.)"""
@@ -622,7 +622,7 @@ def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shar
     files = [f for f in row_files(pair.dataset, settings.data_dir) if os.path.isfile(f)]
     digests = {os.path.realpath(f): sha256_file(f) for f in files}
     found: Any = None
-    lines = _count_rows(files)
+    lines = _count_rows(files, range_bytes)
     if lines is not None:  # plan with only row 0 of the test file read
         from .data.windows import row_windows
 
@@ -645,7 +645,7 @@ WINDOW_BYTES = 8 << 20
 its own rows (smaller ones are indexed whole by each worker)."""
 
 
-def _count_rows(files: Sequence[Any]) -> Any:
+def _count_rows(files: Sequence[Any], range_bytes: int | None = None) -> Any:
     """The :class:`~prompt_compiler.data.windows.LineRanges` of a pair's one large JSON
     Lines file, its byte ranges counted by Ray tasks; None when there is not exactly one."""
     import ray
@@ -657,7 +657,8 @@ def _count_rows(files: Sequence[Any]) -> Any:
     if len(large) != 1:
         return None
     counter = ray.remote(max_retries=3)(count_range)
-    counted = ray.get([counter.remote(large[0], lo, hi) for lo, hi in byte_ranges(large[0])])
+    cuts = byte_ranges(large[0], range_bytes) if range_bytes else byte_ranges(large[0])
+    counted = ray.get([counter.remote(large[0], lo, hi) for lo, hi in cuts])
     return line_ranges(large[0], counted)
 
 
@@ -689,8 +690,10 @@ def _shard_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str,
     planner = ray.remote(max_retries=3, retry_exceptions=False)(_remote_plan)
     cwd = os.getcwd()
     found = []
-    for plan, hashed in _get([planner.remote(cwd, pair, settings, cpus, plans[pair.out_name])
-                              for pair in pairs]):
+    # test hook: the byte ranges a large rows file is counted in (PROMPT_COMPILER_TEST_RANGE_BYTES)
+    cut = int(os.environ.get("PROMPT_COMPILER_TEST_RANGE_BYTES") or 0) or None
+    for plan, hashed in _get([planner.remote(cwd, pair, settings, cpus, plans[pair.out_name],
+                                             cut) for pair in pairs]):
         found.append(plan)
         digests.update(hashed)
     singles = {k: whole.remote(cwd, pair, settings, plans[pair.out_name], writer.sink())

@@ -81,3 +81,15 @@ def test_row_windows_open_only_the_named_file_as_a_window(rows_file: Path,
         assert isinstance(found, JsonlWindow) and found[4] == {"q": "xxxx", "i": 4}
         assert windowed(tmp_path / "other.jsonl") is None
     assert windowed(rows_file) is None
+
+
+def test_a_range_cut_inside_a_long_line_before_short_ones(tmp_path: Path) -> None:
+    # the line cut by a range boundary is longer than the lines after it, and the file goes
+    # on for more than a read-ahead: the count must read exactly its rest (by hand: 1 + 40,000
+    # rows, the long one first)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"q": "y" * 300}) + "\n" + "{}\n" * 40_000)
+    for size in (150, 301, 4096):
+        counted = [count_range(str(path), lo, hi) for lo, hi in byte_ranges(path, size)]
+        assert line_ranges(str(path), counted).total == 40_001, size
+        assert sum(c[2] for c in counted) == 40_001

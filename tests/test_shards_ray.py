@@ -117,13 +117,15 @@ def test_workers_find_their_own_rows_in_a_large_file(tmp_path: Path, cluster: st
     pair = S.load([tmp_path / "suite.py"]).pairs("ppl-fixk")[0]
     monkeypatch.chdir(tmp_path)
     found, digests = ray.get(ray.remote(_remote_plan).remote(
-        str(tmp_path), pair, S.CompileSettings(), 2, plan_for(pair, 49_999)))
+        str(tmp_path), pair, S.CompileSettings(), 2, plan_for(pair, 49_999), 1_000_003))
     tasks, _, _, lines, offset = found
     assert (lines.total, offset, len(tasks)) == (200_000, 0, 9)  # 400,000 records
+    assert len(lines.starts) == 11  # byte ranges of about 1 MB, lines cut at each boundary
     assert sorted(digests) == [str((tmp_path / "test.jsonl").resolve()),
                                str((tmp_path / "train.jsonl").resolve())]
     args = ("suite.py", "--only", "gen-fixk", "--only", "ppl-fixk", "--shard-rows", "49999")
     _ok(run_cli(*args, "-o", "local", cwd=tmp_path, timeout=300))
+    monkeypatch.setenv("PROMPT_COMPILER_TEST_RANGE_BYTES", "1000003")
     _ok(run_cli(*args, "-o", "ray", "--engine", "ray", "--ray-address", cluster, cwd=tmp_path,
                 timeout=600))
     assert _tree(tmp_path / "ray") == _tree(tmp_path / "local")

@@ -70,13 +70,27 @@ def count_range(file: str, lo: int, hi: int) -> tuple[int, int, int]:
         if start >= hi:
             return start, 0, 0
         fh.seek(start)
-        data = fh.read(hi - start)
-        if data and not data.endswith(b"\n"):
-            data += fh.read(_line_end(fh))  # the rest of the line that starts before hi
+        data = _read(fh, hi - start)
+        if data and not data.endswith(b"\n"):  # the rest of the line that starts before hi
+            rest = _line_end(fh)
+            fh.seek(start + len(data))
+            data += _read(fh, rest)
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     return start, sum(map(bool, map(bytes.strip, lines))), len(lines)
+
+
+def _read(fh: Any, size: int) -> bytes:
+    """``size`` bytes from the current position (fewer at the end of the file)."""
+    parts, left = [], size
+    while left > 0:
+        chunk = fh.read(left)
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
 
 
 def _line_end(fh: Any) -> int:
