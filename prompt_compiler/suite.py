@@ -309,6 +309,8 @@ def apply_settings(suite: Suite, settings: CompileSettings) -> Suite:
     ``--limit`` and ``--fewshot`` in their options (:func:`compile` and
     :func:`compile_to_dir` apply them; a caller that lists the pairs first applies them
     itself)."""
+    if settings.mode == "opencompass":
+        suite = _compat_models(suite)
     if settings.tokenizer is not None:
         suite = with_tokenizer(suite, settings.tokenizer)
     if settings.tokenize:
@@ -349,6 +351,24 @@ def tokenized(suite: Suite) -> Suite:
             raise _no_tokenizer(m)
         models.append(replace(m, spec={**m.spec, "tokenize": True}))
     return replace(suite, models=tuple(models))
+
+
+def _compat_models(suite: Suite) -> Suite:
+    """Compat mode: a model OpenCompass loads although the default mode refuses it
+    (``abbr=''``) takes the place of its error (the error's ``compat_model``)."""
+    from dataclasses import replace
+
+    found: dict[str, ModelConfig] = {}
+    for m in suite.models:
+        compat = getattr(getattr(m, "error", None), "compat_model", None)
+        if isinstance(compat, ModelConfig):
+            found[m.abbr] = compat
+    if not found:
+        return suite
+    groups = None if suite.groups is None else tuple(
+        (ds, tuple(found[m].abbr if m in found else m for m in ms)) for ds, ms in suite.groups)
+    return replace(suite, models=tuple(found.get(m.abbr, m) for m in suite.models),
+                   groups=groups)
 
 
 def _no_tokenizer(m: ModelConfig) -> ConfigError:

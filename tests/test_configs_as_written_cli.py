@@ -180,3 +180,35 @@ def test_refusal_in_a_base_config_names_the_base_config(tmp_path: Path) -> None:
     assert proc.stderr.startswith(
         "compile-prompts: error: configs/datasets/ds_x.py: line 3: the config ran more than "
         "10,000,000 steps"), proc.stderr
+
+
+EMPTY_ABBR = """\
+from opencompass.models import HuggingFaceBaseModel
+datasets = [dict(abbr='d', path='rows.jsonl',
+    reader_cfg=dict(input_columns=['q'], output_column=None),
+    infer_cfg=dict(prompt_template=dict(type='PromptTemplate', template='Q: {q}'),
+                   retriever=dict(type='ZeroRetriever'), inferencer=dict(type='GenInferencer')))]
+models = [dict(type=HuggingFaceBaseModel, abbr='', path='org/name')]
+"""
+
+
+def test_empty_abbr_loads_in_compat_mode_and_model_replaces_it(tmp_path: Path) -> None:
+    """OpenCompass 0.5.4 loads a model with ``abbr=''``; compat mode does too, naming its
+    records as OpenCompass names a model without abbr (type, then the last two parts of
+    ``realpath(path)``); the default mode refuses it; ``--model`` replaces it either way."""
+    (tmp_path / "rows.jsonl").write_text('{"q": "hi"}\n', encoding="utf-8")
+    (tmp_path / "eval_e.py").write_text(EMPTY_ABBR, encoding="utf-8")
+    proc = run_cli("eval_e.py", "-o", "out", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "compile-prompts: error: eval_e.py: at models[0].abbr: 'abbr' must be a non-empty "
+        "string, got an empty string (hint: name the model (compat mode loads it as "
+        "OpenCompass does, named after its 'type' and 'path'))\n")
+    proc = run_cli("eval_e.py", "-o", "out", "--mode", "compat", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    name = "opencompass.models.HuggingFaceBaseModel_org_name"
+    record = json.loads((tmp_path / "out" / name / "d.jsonl").read_text())
+    assert (record["model"], record["prompt"]) == (name, "Q: hi")
+    proc = run_cli("eval_e.py", "-o", "out2", "--model", "chatml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out2" / "chatml" / "d.jsonl").is_file()

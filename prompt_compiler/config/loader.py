@@ -240,9 +240,11 @@ def _model(entry: Any, display: str, key: str, defer: bool) -> ModelConfig:
     try:
         return normalize_model(entry, display, key)
     except PromptCompilerError as err:
-        abbr = entry.get("abbr", entry.get("name")) if isinstance(entry, dict) else None
-        if not defer or not isinstance(abbr, str) or not abbr:
+        if not defer:
             raise
+        abbr = entry.get("abbr", entry.get("name")) if isinstance(entry, dict) else None
+        if not isinstance(abbr, str) or not abbr:  # (abbr='' too): named by where it is, so
+            abbr = f"<{display}:{key}>"  # --model can replace it and --models leave it out
         return ModelConfig(abbr, display, key, {"name": abbr}, error=err)
 
 

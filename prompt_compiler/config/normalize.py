@@ -236,6 +236,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
     abbr = entry.get("abbr", entry.get("name"))
     if abbr is None and "abbr" not in entry and "name" not in entry:
         abbr = derive_model_abbr(entry)
+    if abbr == "" and entry.get("abbr") == "":
+        raise _empty_abbr(entry, config_path, key_path)
     if not isinstance(abbr, str) or not abbr:
         raise ConfigError(
             "a model needs an 'abbr' (a non-empty string naming it)"
@@ -341,6 +343,23 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
                        files=tuple(files),
                        notes=model_key_notes(entry, class_name, config_path, key_path, abbr,
                                              _NOTED_PASS_KEYS))
+
+
+def _empty_abbr(entry: dict[str, Any], config_path: str, key_path: str) -> ConfigError:
+    """``abbr=''``: an error in the default mode; OpenCompass loads it, so the error carries
+    the model compat mode compiles in its place (``compat_model``), named as OpenCompass names
+    a model without ``abbr`` (its own output folder would be the run's folder itself)."""
+    err = ConfigError("'abbr' must be a non-empty string, got an empty string",
+                      config_path=config_path, key_path=f"{key_path}.abbr",
+                      hint="name the model (compat mode loads it as OpenCompass does, named "
+                           "after its 'type' and 'path')")
+    derived = {k: v for k, v in entry.items() if k != "abbr"}
+    try:
+        model = normalize_model(derived, config_path, key_path)
+        err.compat_model = model  # type: ignore[attr-defined]
+    except PromptCompilerError:
+        pass  # (without a type and a path there is no name: the error stands)
+    return err
 
 
 # What a tokenizer folder contributes to a count (prompt_compiler.model.tokenize reads these).
