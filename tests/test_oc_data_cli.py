@@ -174,3 +174,77 @@ def test_malformed_native_file_names_file_and_line(layout: Path) -> None:
     assert (f"{bad}: line 2: 3 fields, expected 6 (OpenCompass's loader asserts it)"
             in done.stderr)
     assert len(done.stderr.splitlines()) == 1
+
+
+def _one_case_per_class() -> list[Path]:
+    """The first recorded case of each native class whose test split's first and last
+    columns are two columns of strings (their rows come out of the CLI as prompt and gold; a gen
+    prompt never shows the output column)."""
+    cases = Path(__file__).parent / "data" / "opencompass"
+    chosen = []
+    for folder in sorted(p for p in cases.iterdir() if p.is_dir()):
+        for case in sorted(folder.iterdir()):
+            recorded = json.loads((case / "recorded.json").read_text(encoding="utf-8"))
+            rows = _test_rows(recorded)
+            if rows and len(rows[0]) > 1 and all(
+                    isinstance(v, str) for r in rows for v in (_first(r), _last(r))):
+                chosen.append(case)
+                break
+    return chosen
+
+
+def _test_rows(recorded: dict[str, object]) -> list[dict[str, object]]:
+    if "rows" in recorded:
+        return recorded["rows"]  # type: ignore[return-value]
+    splits = recorded.get("splits") or {}
+    assert isinstance(splits, dict)
+    return splits.get("test") or (next(iter(splits.values())) if splits else [])
+
+
+def _first(row: dict[str, object]) -> object:
+    return next(iter(row.values()))
+
+
+def _last(row: dict[str, object]) -> object:
+    return list(row.values())[-1]
+
+
+def test_every_native_class_through_the_cli_from_yaml(tmp_path: Path) -> None:
+    """One YAML suite naming one case of each native class, its files merged into one
+    ``./data``; each dataset's prompt is its first column, its gold the last, as recorded
+    from OpenCompass's class."""
+    import shutil
+
+    import yaml
+
+    work = tmp_path / "work"
+    datasets, expected = [], {}
+    for case in _one_case_per_class():
+        shutil.copytree(case / "data", work / "data", dirs_exist_ok=True)
+        recorded = json.loads((case / "recorded.json").read_text(encoding="utf-8"))
+        rows = _test_rows(recorded)
+        first, last = list(rows[0])[0], list(rows[0])[-1]
+        split = ("test" if "rows" in recorded or "test" in recorded["splits"]
+                 else next(iter(recorded["splits"])))
+        abbr = f"{case.parent.name}-{case.name}"
+        kwargs = json.loads((case / "case.json").read_text(encoding="utf-8"))["kwargs"]
+        datasets.append({
+            "abbr": abbr, "type": case.parent.name, **kwargs,
+            "reader_cfg": {"input_columns": [first], "output_column": last,
+                           "train_split": split, "test_split": split},
+            "infer_cfg": {"prompt_template": {"type": "PromptTemplate",
+                                              "template": "{" + first + "}"},
+                          "retriever": {"type": "ZeroRetriever"},
+                          "inferencer": {"type": "GenInferencer"}}})
+        expected[abbr] = [(r[first], r[last]) for r in rows]
+    assert len(expected) >= 15
+    config = tmp_path / "configs" / "natives.yaml"
+    config.parent.mkdir()
+    config.write_text(yaml.safe_dump({"datasets": datasets}, allow_unicode=True))
+    done = run(config, "--model", "echo", "-o", work / "out", cwd=work,
+               HOME=str(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    for abbr, pairs in expected.items():
+        lines = (work / "out" / "echo" / f"{abbr}.jsonl").read_text(encoding="utf-8")
+        got = [(r["prompt"], r["gold"]) for r in map(json.loads, lines.splitlines())]
+        assert got == pairs, abbr
