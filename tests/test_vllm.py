@@ -15,11 +15,15 @@ a gen dataset with an in-context example and a ppl dataset. Then vLLM (the CPU b
   ``input_ids`` of the record the line came from (``--tokenize`` records, compiled beside);
   a scoring line (``prompt_logprobs``) gets a log-probability for every prompt token after the
   first (vLLM has none for the first: nothing precedes it), of that very token;
+* ``compile_dataset``'s records (the gen dataset, ``tokenize=True``) through Ray Data LLM's
+  vLLM stage, its chat-template, tokenize and detokenize stages off, the engine in a Ray actor
+  on one CPU: the ids it reports are the records';
 * ``--format openai-batch`` chat files through ``vllm run-batch`` (a process of its own; it
   takes chat requests only): every request is answered, and each answer's
   ``usage.prompt_tokens`` is the record's id count.
 
-One engine serves the whole module (start-up takes about a minute on two cores). vLLM is not
+One engine serves the module's LLM calls (start-up takes about a minute on two cores); run-batch
+and Ray's stage start one each. vLLM is not
 a dependency of the project: CI installs it into a virtual environment of its own and runs this
 file there (.ci/run); elsewhere the file skips, unless ``PC_REQUIRE_VLLM=1`` says it must run.
 """
@@ -267,3 +271,49 @@ def test_vllm_run_batch_answers_every_request_with_the_records_ids(work: Path) -
             usage = answer["response"]["body"]["usage"]
             assert usage["prompt_tokens"] == len(record["input_ids"]), (abbr, record["row"])
     assert by_id == {}
+
+
+def test_ray_data_llm_runs_compile_dataset_output(work: Path) -> None:
+    """compile_dataset's records straight into Ray Data LLM's vLLM stage with its own chat
+    template, tokenize and detokenize stages off: the engine (in a Ray actor, on the CPU) runs
+    the records' ids. One execution (one engine) over the gen dataset of the three classes.
+
+    Two record columns mean something else to the stage, so only the ones it should read are
+    kept: a chat-template class's ``prompt`` is the message list, where the stage takes only a
+    text (with ``tokenized_prompt`` it needs none), and ``model`` (the record's model abbr) is
+    read as the name of a LoRA adapter to apply."""
+    import ray
+    from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+
+    from prompt_compiler.ray import compile_dataset
+
+    env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    rows = [{"idx": 0, "q": "Where did the cat sit?", "a": "mat"},
+            {"idx": 1, "q": "Who sat?", "a": "cat"}]
+    model = work / "tiny-llama"
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": env})
+    try:
+        tables = []
+        for spec in _models(model):
+            records = compile_dataset(ray.data.from_items(rows), dataset=work / "cfg" / "data.yaml",
+                                      abbr="gen", model=spec, tokenize=True, concurrency=1)
+            tables.append(records.select_columns(["index", "tokenized_prompt", "sampling_params"]))
+        config = vLLMEngineProcessorConfig(
+            model_source=str(model), batch_size=8, concurrency=1,
+            engine_kwargs={"dtype": "bfloat16", "max_model_len": MAX_MODEL_LEN,
+                           "enforce_eager": True, "seed": 0},
+            placement_group_config={"bundles": [{"CPU": 1}]},  # no GPU: one CPU per engine
+            chat_template_stage=False, tokenize_stage=False, detokenize_stage=False,
+            log_engine_metrics=False, runtime_env={"env_vars": env})
+        processor = build_processor(config)
+        out = processor(tables[0].union(*tables[1:])).take_all()
+    finally:
+        ray.shutdown()
+    assert len(out) == 2 * len(CLASSES)
+    records = [r for abbr in CLASSES
+               for r in read_jsonl(work / "run" / "records" / abbr / "gen.jsonl")]
+    for row in out:  # the base class's ids, or the chat classes' (the same for both)
+        ids = list(row["prompt_token_ids"])  # what the engine ran (RequestOutput's)
+        (record, *_) = [r for r in records if r["index"] == row["index"] and r["input_ids"] == ids]
+        assert row["num_input_tokens"] == len(ids), row
+        assert 1 <= len(row["generated_tokens"]) <= record["max_out_len"] == 4, row
