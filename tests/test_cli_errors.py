@@ -410,7 +410,7 @@ CASES = [
     Case(
         "data-file-missing",
         {"cfg.yaml": config(rows="path: nothere.jsonl")},
-        ["cfg.yaml", "demo", "nothere.jsonl", "tried"],
+        ["cfg.yaml", "demo", "nothere.jsonl", "does not exist (looked for"],
     ),
     Case(
         "csv-ragged-row",
