@@ -122,3 +122,28 @@ def test_load_arguments_are_checked_as_load_checks_them(clean_env: None) -> None
     with pytest.raises(PromptCompilerError, match=r"MMLUDataset.load\(\): missing a required "
                        r"argument: 'name'"):
         loader_rows("MMLUDataset", {"type": "MMLUDataset", "path": "opencompass/mmlu"})
+
+
+def test_loader_table_counts_each_class_once_per_file(tmp_path: Path) -> None:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "oc_loader_table", Path(__file__).parent.parent / "tools" / "oc_loader_table.py")
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    sys.modules["oc_loader_table"] = table
+    spec.loader.exec_module(table)
+    source = """
+from opencompass.datasets import MMLUDataset, mmlu_postprocess
+a = [dict(type=MMLUDataset, eval_cfg=dict(pred_postprocessor=dict(type=mmlu_postprocess))),
+     dict(type=MMLUDataset), {'type': 'GSM8KDataset'}, dict(type=x.HFDataset)]
+"""
+    assert table.loader_names(source) == {"MMLUDataset", "GSM8KDataset", "HFDataset"}
+    folder = tmp_path / "opencompass" / "configs" / "datasets" / "mmlu"
+    folder.mkdir(parents=True)
+    (folder / "a.py").write_text(source)
+    (folder / "b.py").write_text("d = dict(type=MMLUDataset)\n")
+    (folder / "c.py").write_text("not python (\n")
+    counts, files = table.count(tmp_path)
+    assert (dict(counts), files) == ({"MMLUDataset": 2, "GSM8KDataset": 1, "HFDataset": 1}, 2)
