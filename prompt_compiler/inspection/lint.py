@@ -43,14 +43,16 @@ carry ``model=None``.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..compiler import Compiler
+from ..model.data_tokens import UnsplitWarning
 from ..model.special_tokens import model_special_tokens
-from ..model.system_role import has_system, system_handling
+from ..model.system_role import has_system, merge_cause, system_handling
 from ..template.placeholders import unknown_placeholders
 
 __all__ = ["CODES", "Finding", "lint_suite"]
@@ -163,7 +165,9 @@ class _DatasetLint:
                              "compiles to no prompt", key_path="reader_cfg.test_split")
                     return self.findings
                 self._placeholders(job)
-            records = list(self.compiler.job_records(job, kind, params))
+            with warnings.catch_warnings():  # reported as special-token-in-data
+                warnings.simplefilter("ignore", UnsplitWarning)
+                records = list(self.compiler.job_records(job, kind, params))
             used = sorted({i for r in records for i in r.retrieved_ids})
             if first:
                 self._template_syntax(job, used)
@@ -263,7 +267,7 @@ class _DatasetLint:
             handled = system_handling(model)
             if handled in ("merged", "dropped"):
                 how = ("drops it" if handled == "dropped"
-                       else "merges it into a user turn (it has no system role)")
+                       else f"merges it into a user turn ({merge_cause(model)})")
                 self.add("system-dropped", f"the prompt has a system message and this model's "
                          f"template {how}; set the model's system_role to say what you want",
                          model=model.abbr, key_path=self._system_source(),

@@ -28,9 +28,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError, UnsupportedError
+from ..errors import ConfigError, PromptCompilerWarning, UnsupportedError
 
-__all__ = ["MODES", "DataTokens", "Unsplit", "check_mode", "for_model", "strings", "unsplit"]
+__all__ = ["MODES", "DataTokens", "Unsplit", "UnsplitWarning", "check_mode", "for_model",
+           "strings", "unsplit"]
 
 MODES = ("split", "parse")
 """The values of the model key ``data_special_tokens`` (``split``: the default)."""
@@ -157,6 +158,11 @@ class DataTokens:
         return ids
 
 
+class UnsplitWarning(PromptCompilerWarning):
+    """A row value holds a special token no tokenizer of the model can split (lint reports
+    it as ``special-token-in-data`` instead)."""
+
+
 class Unsplit:
     """Warns once per job that a row value holds one of the model's special tokens (read off
     its templates) which no tokenizer can split: an engine fed the text makes it a control
@@ -177,8 +183,6 @@ class Unsplit:
                     continue
                 import warnings
 
-                from ..errors import PromptCompilerWarning
-
                 self.warned = True
                 note = ConfigError(
                     f"a row value holds {m.group()!r}, a special token of this model, and the "
@@ -187,7 +191,7 @@ class Unsplit:
                     key_path="model.tokenizer", model=self.model.abbr, row=index,
                     hint="give the model its tokenizer (then such records carry their ids), "
                          "or remove the token from the data")
-                warnings.warn(PromptCompilerWarning(str(note)), stacklevel=2)
+                warnings.warn(UnsplitWarning(str(note)), stacklevel=2)
                 return
 
 

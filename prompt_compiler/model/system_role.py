@@ -25,7 +25,7 @@ from ..errors import ConfigError, PromptCompilerWarning, RenderError
 from ..promptlist import PromptList, RoleItem
 
 __all__ = ["MERGE_SEPARATOR", "SYSTEM_ROLES", "apply_system_role", "chat_template_system",
-           "has_system", "native_meta", "system_handling"]
+           "has_system", "merge_cause", "native_meta", "system_handling"]
 
 SYSTEM_ROLES = ("native", "merge", "drop", "error")
 MERGE_SEPARATOR = "\n\n"
@@ -174,3 +174,18 @@ def system_handling(model: Any) -> str:
     if model.chat_template is not None:
         return chat_template_system(model.chat_template)
     return "native"
+
+
+def merge_cause(model: Any) -> str:
+    """Why a model without ``system_role`` merges a system message into a user turn (the
+    words of lint's ``system-dropped``)."""
+    role = model.meta.roles.get("SYSTEM") if model.meta is not None else None
+    if role is None or model.renderer == "lm":
+        return "it has no system role"
+    if role.get("api_role") != "SYSTEM":
+        has = ("its chat template has one" if model.chat_template is not None
+               and chat_template_system(model.chat_template) == "native"
+               else "the model may have one")
+        return (f"OpenCompass's meta template maps SYSTEM to HUMAN, though {has}: "
+                "system_role: native sends it as a system message")
+    return "its chat template has no system role"
