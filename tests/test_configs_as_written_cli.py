@@ -212,3 +212,17 @@ def test_empty_abbr_loads_in_compat_mode_and_model_replaces_it(tmp_path: Path) -
     proc = run_cli("eval_e.py", "-o", "out2", "--model", "chatml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out2" / "chatml" / "d.jsonl").is_file()
+
+
+def test_lazy_call_of_an_attribute_is_named_as_written(tmp_path: Path) -> None:
+    """``torch.cuda.is_available()`` outside ``read_base()`` (a fork's model config): named
+    as written (was `torch.cuda(...)`)."""
+    (tmp_path / "eval_t.py").write_text(
+        "import torch\nmodels = [dict(abbr='m', renderer='lm',\n"
+        "    run_cfg=dict(num_gpus=1 if torch.cuda.is_available() else 0))]\n",
+        encoding="utf-8")
+    proc = run_cli("eval_t.py", "-o", "out", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.startswith(
+        "compile-prompts: error: eval_t.py: calls `torch.cuda.is_available(...)` (line 3), a "
+        "name imported outside `with read_base():`"), proc.stderr

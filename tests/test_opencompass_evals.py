@@ -107,8 +107,8 @@ models = [dict(type=OpenAISDK, abbr=f'{MODEL_NAME}', path='gpt-4o')]
     assert proc.returncode == 1
     assert proc.stderr == (
         "compile-prompts: error: eval_x.py: at models[0].abbr: 'abbr' must be a non-empty "
-        "string, got an empty string (hint: add abbr='...' to the model dict (without one "
-        "OpenCompass names a model after its 'type' and 'path'))\n")
+        "string, got an empty string (hint: name the model (compat mode loads it as "
+        "OpenCompass does, named after its 'type' and 'path'))\n")
 
 
 def test_an_api_meta_template_may_begin_with_a_message(tmp_path: Path) -> None:

@@ -367,11 +367,19 @@ def _lazy_call(exc: BaseException) -> str | None:
     if tb is None or tb.tb_frame.f_code.co_name != "__call__":
         return None
     target = tb.tb_frame.f_locals.get("self")
-    imported = getattr(target, "_imported", None)
-    module = getattr(target, "_module", None)
-    if isinstance(imported, str):
-        return imported
-    return module if isinstance(module, str) else None
+    attrs: list[str] = []  # a call of an attribute (``torch.cuda.is_available()``): as written
+    while True:
+        # (its own fields only: a lazy object makes any other attribute a new lazy attribute)
+        fields = getattr(target, "__dict__", None)
+        if not isinstance(fields, dict) or not isinstance(fields.get("name"), str) or \
+                "source" not in fields:
+            break
+        attrs.insert(0, fields["name"])
+        target = fields["source"]
+    fields = getattr(target, "__dict__", None)
+    if not isinstance(fields, dict) or "_module" not in fields:
+        return None
+    return ".".join([str(target), *attrs])  # (a lazy object's str is its name as imported)
 
 
 def _relative_importer(missing: str, module: str) -> tuple[str, int] | None:
