@@ -30,7 +30,7 @@ from .errors import ConfigError, DataError, PromptCompilerError, PromptCompilerW
 
 __all__ = ["BLOCK_RECORDS", "CompileSettings", "Counts", "Pair", "PreparedJob", "at_origin",
            "compile_range", "dataset_warnings", "locate", "pair_job", "pair_lines",
-           "pair_records", "prepare", "range_lines"]
+           "pair_records", "prefetch_rows", "prepare", "range_lines"]
 
 BLOCK_RECORDS = 256
 """Records joined into one block of lines on the generic path."""
@@ -220,6 +220,21 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
 
 
 # -- the job of a pair -------------------------------------------------------------------
+
+
+def prefetch_rows(pairs: Sequence[Pair], settings: CompileSettings) -> None:
+    """Rows that OpenCompass's own loader gives, for every dataset of ``pairs`` that needs
+    them, loaded in one OpenCompass process before the pairs run (each pair then reads the
+    cache; without this, a first run starts one process per dataset). Does nothing with
+    ``no_rows``; a dataset that fails here reports its error when its pair loads it."""
+    if settings.no_rows:
+        return
+    from .data.opencompass.bridge import prefetch
+    from .data.sources import bridge_calls
+
+    datasets = {p.dataset.abbr: p.dataset for p in pairs}
+    prefetch(bridge_calls(list(datasets.values()), settings.data_dir),
+             settings.opencompass_python)
 
 
 def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean: bool,

@@ -32,7 +32,7 @@ from .emit.manifest import build_manifest, input_root
 from .emit.names import MANIFEST, check_unique
 from .emit.outdir import OutputDir
 from .errors import ConfigError, OutputError, PromptCompilerError
-from .pairs import CompileSettings, Pair, at_origin, pair_records
+from .pairs import CompileSettings, Pair, at_origin, pair_records, prefetch_rows
 
 __all__ = ["CompileSettings", "Pair", "Suite", "apply_settings", "compile", "compile_to_dir",
            "load", "model_from_name", "tokenized", "with_options", "with_tokenizer"]
@@ -300,7 +300,9 @@ def compile(suite: Suite, settings: CompileSettings | None = None,
     """
     settings = CompileSettings.of(settings, options)
     compiler = settings.compiler()
-    for pair in apply_settings(suite, settings).pairs(settings.only, settings.models):
+    pairs = apply_settings(suite, settings).pairs(settings.only, settings.models)
+    prefetch_rows(pairs, settings)
+    for pair in pairs:
         yield from pair_records(pair, settings, compiler=compiler)
 
 
@@ -474,6 +476,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
     if not pairs:
         raise suite.nothing_to_compile(settings.only, settings.models)
     _check_names(pairs)
+    prefetch_rows(pairs, settings)
     outputs: dict[str, dict[str, Any]] = {}
     writer: Any = None
     if remote is not None:

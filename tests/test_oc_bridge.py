@@ -208,7 +208,7 @@ def test_python_config_first_run_then_cached_run(world: World) -> None:
     args = ("eval_bridge.py", "--model", "chatml", "--opencompass-configs", world.configs())
     done = world.cli(*args, "-o", "out1")
     assert done.returncode == 0, done.stderr
-    assert world.starts() == 3  # one OpenCompass process per loader call
+    assert world.starts() == 1  # one OpenCompass process loads the three datasets
     gsm = _expected("GSMHardDataset")["rows"][""]
     records = _records(world.root / "out1" / "chatml" / "gsm-hard.jsonl")
     assert [r["gold"] for r in records] == [row["answer"] for row in gsm]
@@ -222,7 +222,7 @@ def test_python_config_first_run_then_cached_run(world: World) -> None:
 
     again = world.cli(*args, "-o", "out2")
     assert again.returncode == 0, again.stderr
-    assert world.starts() == 3  # the cache: no OpenCompass process
+    assert world.starts() == 1  # the cache: no OpenCompass process
     for name in ("gsm-hard", "C3", "__data_tabmwp_"):
         first = (world.root / "out1" / "chatml" / f"{name}.jsonl").read_bytes()
         assert (world.root / "out2" / "chatml" / f"{name}.jsonl").read_bytes() == first
@@ -307,6 +307,36 @@ def test_missing_data_names_the_path_and_never_downloads(world: World) -> None:
         "./data/gsm-hard-none/test.jsonl; OpenCompass would download it there "
         "(prompt_compiler never downloads: fetch it with OpenCompass or unpack its data zip)")
     assert not (world.root / "data" / "gsm-hard-none").exists()
+
+
+def test_one_failing_dataset_of_a_batch(world: World) -> None:
+    c3 = TABMWP_YAML.replace("tabmwp\n", "c3\n").replace("TabMWPDataset", "C3Dataset").replace(
+        "./data/tabmwp/", "./data/CLUE/C3/../C3/dev_0.json").replace(
+        "[question, table]", "[question, content]").replace("test_elements", "label").replace(
+        "      train_split: dev\n", "").replace("Table: {table}", "Passage: {content}")
+    gone = TABMWP_YAML.replace("tabmwp\n", "gh\n").replace("TabMWPDataset", "GSMHardDataset")\
+        .replace("./data/tabmwp/", "./data/gsm-hard-gone/test.jsonl")
+    (world.root / "batch.yaml").write_text(
+        c3 + gone.split("datasets:\n")[1].replace("[question, table]", "[question]")
+        .replace("test_elements", "answer").replace("      train_split: dev\n", "")
+        .replace("Table: {table}\\n", ""),
+        encoding="utf-8")
+    before = world.starts()
+    done = world.cli("batch.yaml", "--model", "chatml", "-o", "out_batch")
+    assert done.returncode == 1
+    # one process for both; the failed one loads again for its own error line
+    assert world.starts() == before + 2
+    assert _one_line(done) == (
+        f"{ERROR}batch.yaml: dataset 'gh', model 'chatml', at datasets[1]: OpenCompass's "
+        f"GSMHardDataset.load() failed in {world.python}: data not found at "
+        "./data/gsm-hard-gone/test.jsonl; OpenCompass would download it there "
+        "(prompt_compiler never downloads: fetch it with OpenCompass or unpack its data zip)")
+    done = world.cli("batch.yaml", "--model", "chatml", "--only", "c3", "-o", "out_batch")
+    assert done.returncode == 0, done.stderr
+    assert world.starts() == before + 2  # C3's rows were cached by the batch
+    rows = _expected("C3Dataset")["rows"][""]
+    records = _records(world.root / "out_batch" / "chatml" / "c3.jsonl")
+    assert [r["gold"] for r in records] == [row["label"] for row in rows]
 
 
 def test_a_changed_data_file_runs_the_loader_again(world: World) -> None:

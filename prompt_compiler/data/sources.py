@@ -50,6 +50,7 @@ __all__ = [
     "chatml_rows",
     "JsonlRows",
     "attach_rows",
+    "bridge_calls",
     "load_splits",
     "read_csv",
     "read_hf_disk",
@@ -871,20 +872,50 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None,
         return [g for f in found if f is not None
                 for g in (sorted(p for p in f.rglob("*") if p.is_file()) if f.is_dir() else
                           _glob(f) or [f])]
-    if data_dir is not None and not object_uri(data_dir):
-        folder = Path(data_dir) / dataset.abbr
-        for suffix in (".jsonl", ".parquet"):
-            files = sorted(folder.glob("*" + suffix)) if folder.is_dir() else []
-            if files:
-                return files
-            single = Path(data_dir) / f"{dataset.abbr}{suffix}"
-            if single.is_file():
-                return [single]
+    in_data_dir = _data_dir_files(data_dir, dataset.abbr)
+    if in_data_dir:
+        return in_data_dir
     if _is_loader_class(loader):
         from .opencompass import loader_files
 
         return loader_files(str(loader), spec, opencompass_python)
     return []
+
+
+def _data_dir_files(data_dir: Path | None, abbr: str) -> list[Path]:
+    """A dataset's files in a local ``--data-dir`` (none on object storage)."""
+    from ..storage import object_uri
+
+    if data_dir is None or object_uri(data_dir):
+        return []
+    folder = Path(data_dir) / abbr
+    for suffix in (".jsonl", ".parquet"):
+        files = sorted(folder.glob("*" + suffix)) if folder.is_dir() else []
+        if files:
+            return files
+        single = Path(data_dir) / f"{abbr}{suffix}"
+        if single.is_file():
+            return [single]
+    return []
+
+
+def bridge_calls(datasets: Sequence[DatasetConfig], data_dir: Path | None = None,
+                 ) -> list[tuple[str, dict[str, Any]]]:
+    """``(class, load kwargs)`` of every dataset whose rows OpenCompass's own loader gives (no
+    inline rows, none in ``data_dir``, a loader class with no native reader): what
+    :func:`prompt_compiler.data.opencompass.bridge.prefetch` loads in one process."""
+    from .opencompass import load_kwargs, native_reader
+
+    calls = []
+    for dataset in datasets:
+        spec = dataset.spec
+        loader = spec.get("type")
+        if ("rows" in spec or "splits" in spec or not _is_loader_class(loader)
+                or native_reader(str(loader)) is not None
+                or _data_dir_files(data_dir, dataset.abbr)):
+            continue
+        calls.append((str(loader), load_kwargs(spec)))
+    return calls
 
 
 # --- Parquet (prompt_compiler.data.parquet reads the files) --------------------------------

@@ -10,7 +10,8 @@ splits are then moved into the user cache (``$XDG_CACHE_HOME/prompt_compiler/ope
 else ``~/.cache/...``) under a key of the class, its arguments, the working folder, the
 environment that steers OpenCompass's data paths and the interpreter. An entry is used again
 while every file it records keeps its size, modification time and sha256 and every folder its
-list of names: a second run reads Parquet and starts no process.
+list of names: a second run reads Parquet and starts no process. :func:`prefetch` loads the
+datasets of a whole run in one process before its pairs compile.
 
 Without an interpreter, a class that is not native is one error line naming the class and the
 flag. The child is bounded by ``PROMPT_COMPILER_MAX_OPENCOMPASS_SECONDS``; its failure is one
@@ -44,6 +45,7 @@ __all__ = [
     "files_read",
     "load_with_opencompass",
     "opencompass_python",
+    "prefetch",
 ]
 
 PYTHON_ENV = "PROMPT_COMPILER_OPENCOMPASS_PYTHON"
@@ -216,51 +218,102 @@ def _cached(entry: Path) -> LoadedRows | None:
 
 
 def _run(call: BridgeCall, entry: Path) -> None:
-    """Run the loader in OpenCompass's interpreter; its rows become the cache entry."""
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with _scratch(entry.parent) as work:
-        out = work / "rows"
-        out.mkdir()
+    """Run the loader in OpenCompass's interpreter; its rows become the cache entry.
+
+    Raises:
+        DataError: The interpreter cannot run, or the loader fails (its line).
+        LimitError: It ran past ``PROMPT_COMPILER_MAX_OPENCOMPASS_SECONDS``.
+    """
+    failures = _run_calls([(call, entry)])
+    if failures:
+        raise DataError(f"OpenCompass's {call.loader}.load() failed in {call.python}: "
+                        f"{failures[0]}")
+
+
+def prefetch(calls: Sequence[tuple[str, Mapping[str, Any]]],
+             python: str | os.PathLike[str] | None) -> int:
+    """Load every ``(class, kwargs)`` call that has no valid cache entry in one OpenCompass
+    process (a first run of a suite then starts one process, not one per dataset); returns
+    how many were loaded. A call that fails here is left to :func:`load_with_opencompass`,
+    which reports it for its dataset."""
+    interpreter = opencompass_python(python)
+    if interpreter is None:
+        return 0
+    pending: dict[str, tuple[BridgeCall, Path]] = {}
+    for type_name, kwargs in calls:
+        try:
+            call = BridgeCall.of(type_name, kwargs, interpreter)
+        except DataError:
+            continue
+        entry = cache_root() / call.key()
+        if entry.name not in pending and _cached(entry) is None:
+            pending[entry.name] = (call, entry)
+    if len(pending) < 2:  # one call: the dataset's own load reports its errors
+        return 0
+    try:
+        failures = _run_calls(list(pending.values()))
+    except (DataError, LimitError):
+        return 0
+    return len(pending) - len(failures)
+
+
+def _run_calls(pending: Sequence[tuple[BridgeCall, Path]]) -> list[str]:
+    """One OpenCompass process for every call; each loaded call's rows become its cache
+    entry. Returns the failed calls' lines."""
+    python = pending[0][0].python
+    parent = pending[0][1].parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with _scratch(parent) as work:
+        outs = [work / f"rows-{n}" for n in range(len(pending))]
+        for out in outs:
+            out.mkdir()
         request = work / "request.json"
-        request.write_text(json.dumps({"class": call.loader, "kwargs": call.kwargs}),
-                           encoding="utf-8")
+        request.write_text(json.dumps({"calls": [
+            {"class": call.loader, "kwargs": call.kwargs, "out": str(out)}
+            for (call, _), out in zip(pending, outs, strict=True)]}), encoding="utf-8")
         env = dict(os.environ)
         env.update(HF_DATASETS_CACHE=str(work / "hf"), HF_DATASETS_OFFLINE="1",
                    HF_HUB_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1",
                    PYTHONIOENCODING="utf-8")
         env.pop(PYTHON_ENV, None)
         seconds = limits.current().opencompass_seconds
-        command = [str(call.python), "-I", str(RUNNER), str(request), str(out)]
+        names = ", ".join(call.loader for call, _ in pending)
+        command = [str(python), "-I", str(RUNNER), str(request)]
         try:
             done = subprocess.run(command, cwd=os.getcwd(), env=env, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  timeout=seconds, check=False)
+                                  timeout=seconds * len(pending), check=False)
         except subprocess.TimeoutExpired:
-            raise LimitError(f"OpenCompass's {call.loader}.load() ran past {seconds} s in "
-                             f"{call.python}; "
+            raise LimitError(f"OpenCompass's {names}.load() ran past "
+                             f"{seconds * len(pending)} s in {python}; "
                              + limits.describe("opencompass_seconds", seconds, "seconds"),
                              ) from None
         except OSError as err:
-            raise DataError(f"cannot run the OpenCompass interpreter {call.python}: "
+            raise DataError(f"cannot run the OpenCompass interpreter {python}: "
                             f"{err.strerror or err}",
                             hint=f"{_FLAG} names a python with opencompass installed") from None
-        if done.returncode != 0:
-            last = _last_line(done.stderr)
-            raise DataError(f"OpenCompass's {call.loader}.load() failed in {call.python}: "
-                            f"{last or f'exit status {done.returncode}'}")
-        result = json.loads((out / "result.json").read_text(encoding="utf-8"))
-        (out / "result.json").unlink()
-        meta = {
-            "class": call.loader,
-            "kwargs": call.kwargs,
-            "opencompass": result["opencompass"],
-            "splits": result["splits"],
-            "files": [s for s in map(_file_state, result["files"]) if s is not None],
-            "dirs": [s for s in map(_dir_state, result["dirs"]) if s is not None],
-        }
-        (out / "entry.json").write_text(json.dumps(meta, indent=1, sort_keys=True),
-                                        encoding="utf-8")
-        _install(out, entry, work / "old")
+        failures = []
+        for (call, entry), out in zip(pending, outs, strict=True):
+            if not (out / "result.json").is_file():
+                error = out / "error.json"
+                failures.append(json.loads(error.read_text(encoding="utf-8"))["error"]
+                                if error.is_file() else _last_line(done.stderr)
+                                or f"exit status {done.returncode}")
+                continue
+            result = json.loads((out / "result.json").read_text(encoding="utf-8"))
+            (out / "result.json").unlink()
+            meta = {
+                "class": call.loader,
+                "kwargs": call.kwargs,
+                "opencompass": result["opencompass"],
+                "splits": result["splits"],
+                "files": [s for s in map(_file_state, result["files"]) if s is not None],
+                "dirs": [s for s in map(_dir_state, result["dirs"]) if s is not None],
+            }
+            (out / "entry.json").write_text(json.dumps(meta, indent=1, sort_keys=True),
+                                            encoding="utf-8")
+            _install(out, entry, work / f"old-{out.name}")
+        return failures
 
 
 def _install(new: Path, entry: Path, trash: Path) -> None:

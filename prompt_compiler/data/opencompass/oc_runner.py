@@ -2,8 +2,9 @@
 
 It is passed by path to the interpreter named by ``--opencompass-python`` and never imported by
 prompt_compiler (it imports OpenCompass, which this project never does). It reads one request
-(a JSON file: the loader class's name and its keyword arguments), calls the class's
-``load(**kwargs)`` as OpenCompass's ``BaseDataset`` does, and writes into the folder it is given:
+(a JSON file: ``{"calls": [{"class", "kwargs", "out"}, ...]}``, one call per dataset), calls
+each class's ``load(**kwargs)`` as OpenCompass's ``BaseDataset`` does, and writes into the
+call's ``out`` folder:
 
 - ``<n>.parquet`` per split (the class's own Arrow table: column order and types as it built
   them; a ``Dataset`` is one split, a ``DatasetDict`` one file per split in its order);
@@ -14,8 +15,9 @@ Only the one module that defines the class is imported: ``opencompass.datasets``
 stub package so that its ``__init__.py`` (which imports every loader and takes tens of seconds)
 does not run; a module that needs the real package gets it on a second try. Nothing is
 downloaded: OpenCompass's ``download_dataset`` is replaced by an error naming the path it was
-asked for, and the Hugging Face libraries run offline. Failures print one line to stderr
-(the last line is what the bridge shows) and exit 1.
+asked for, and the Hugging Face libraries run offline. A failed call writes ``error.json``
+(its one line) and prints that line to stderr; the others still run; the exit status is 1 if
+any failed.
 """
 
 from __future__ import annotations
@@ -137,27 +139,23 @@ def _write(dataset: Any, out_dir: str) -> list[str] | None:
         f"load() returned {type(dataset).__name__}, not a datasets.Dataset or DatasetDict")
 
 
-def main(request_path: str, out_dir: str) -> None:
-    with open(request_path, encoding="utf-8") as handle:
-        request = json.load(handle)
-    # the interpreter's own files, our folder, and the system's (a /proc file changes on
-    # every run and would make every cache entry stale)
-    skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, out_dir,
-            os.environ.get("HF_DATASETS_CACHE", out_dir), "/proc/", "/sys/", "/dev/", "/etc/"}
-    reads = _Reads(skip)
-    sys.addaudithook(reads)
-    cls, version = _load_class(request["class"])
+def _one(call: dict[str, Any], reads: _Reads, version_of: dict[str, str]) -> None:
+    """One loader call: its splits and ``result.json`` into the call's ``out`` folder."""
+    out_dir = call["out"]
+    cls, version_of["opencompass"] = _load_class(call["class"])
     import opencompass.utils.datasets as oc_datasets  # type: ignore[import-not-found]
 
     oc_datasets.download_dataset = _no_download
+    reads.files.clear()
+    reads.dirs.clear()
     reads.on = True
     try:
-        dataset = cls.load(**request["kwargs"])
+        dataset = cls.load(**call["kwargs"])
     finally:
         reads.on = False
     splits = _write(dataset, out_dir)
     result = {
-        "opencompass": version,
+        "opencompass": version_of["opencompass"],
         "splits": splits,
         "files": sorted(p for p in reads.files if os.path.isfile(p)),
         "dirs": sorted(p for p in reads.dirs if os.path.isdir(p)),
@@ -166,19 +164,50 @@ def main(request_path: str, out_dir: str) -> None:
         json.dump(result, handle)
 
 
+def _line(err: BaseException) -> str:
+    """A failure as one line: the message, and where it was raised for an unexpected one."""
+    if isinstance(err, BridgeFailure):
+        return str(err)
+    where = ""
+    tb = err.__traceback__
+    while tb is not None:
+        where = f" ({os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    return f"{type(err).__name__}: {err}{where}".replace("\n", " ")
+
+
+def main(request_path: str) -> int:
+    """Run every call of the request (one process for several datasets); a failed call
+    leaves ``error.json`` in its folder and its line on stderr. Exit status 1 if any failed."""
+    with open(request_path, encoding="utf-8") as handle:
+        calls = json.load(handle)["calls"]
+    # the interpreter's own files, our folders, and the system's (a /proc file changes on
+    # every run and would make every cache entry stale)
+    skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(request_path),
+            os.environ.get("HF_DATASETS_CACHE", ""), "/proc/", "/sys/", "/dev/", "/etc/"}
+    reads = _Reads(skip)
+    sys.addaudithook(reads)
+    version_of: dict[str, str] = {}
+    failed = 0
+    for call in calls:
+        try:
+            _one(call, reads, version_of)
+        except BaseException as err:  # noqa: BLE001 - reported per call, the others still run
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            failed += 1
+            line = _line(err)
+            with open(os.path.join(call["out"], "error.json"), "w", encoding="utf-8") as handle:
+                json.dump({"error": line}, handle)
+            print(line, file=sys.stderr)
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
     try:
-        main(sys.argv[1], sys.argv[2])
-    except BridgeFailure as err:
-        print(err, file=sys.stderr)
-        sys.exit(1)
-    except BaseException as err:  # noqa: BLE001 - one line for the bridge, whatever it is
-        where = ""
-        tb = err.__traceback__
-        while tb is not None:
-            where = f" ({os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno})"
-            tb = tb.tb_next
-        print(f"{type(err).__name__}: {err}{where}".replace("\n", " "), file=sys.stderr)
+        sys.exit(main(sys.argv[1]))
+    except Exception as err:  # noqa: BLE001 - one line for the bridge, whatever it is
+        print(_line(err), file=sys.stderr)
         sys.exit(1)
