@@ -168,7 +168,7 @@ def _check_vllm(line: dict[str, Any]) -> None:
     params = line.pop("sampling_params")
     assert set(params) <= VLLM_SAMPLING_FIELDS
     if "messages" in line:
-        assert set(line) == {"messages"}
+        assert set(line) == {"messages", "add_generation_prompt", "continue_final_message"}
         assert all(set(m) == {"role", "content"} for m in line["messages"])
     elif "prompt_token_ids" in line:
         assert set(line) <= VLLM_TOKENS_PROMPT
@@ -186,6 +186,7 @@ def test_vllm_messages_and_token_ids() -> None:
               "prompt": "<|begin_of_text|>hi", "input_ids": [128000, 6151], "max_out_len": 8}
     (a, b) = [vllm_line(rid, obj) for rid, obj in record_ids([chat, tokens])]
     assert a == {"id": "m/d/7", "messages": [{"role": "user", "content": "hi"}],
+                 "add_generation_prompt": True, "continue_final_message": False,
                  "sampling_params": {"max_tokens": 8, "stop_token_ids": [128009]}}
     assert b == {"id": "m/d/8", "prompt_token_ids": [128000, 6151],
                  "sampling_params": {"max_tokens": 8}}

@@ -108,3 +108,54 @@ def test_compile_dataset_fills_sampling_params_from_each_record(tmp_path: Path,
                           abbr="ppl", model=model).take_all()
     assert [r["sampling_params"] for r in ppl] == [
         {"max_tokens": 1, "prompt_logprobs": 0, "stop": [], "stop_token_ids": []}] * 2
+
+
+PPL_CHAT = """\
+datasets:
+  - abbr: ppl
+    reader_cfg: {input_columns: [q], output_column: a}
+    infer_cfg:
+      prompt_template:
+        type: PromptTemplate
+        template:
+          A: {round: [{role: HUMAN, prompt: "{q}"}, {role: BOT, prompt: "A"}]}
+          B: {round: [{role: HUMAN, prompt: "{q}"}, {role: BOT, prompt: "B"}]}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: PPLInferencer}
+    splits: {train: [{q: "t", a: "A"}], test: [{q: "The cat sat", a: "A"}]}
+models:
+  - {abbr: chat, type: HuggingFacewithChatTemplate}
+"""
+
+
+@pytest.mark.parametrize("fmt", ["vllm", "openai-batch"])
+def test_scored_chat_messages_are_refused_alike_by_both_engine_formats(tmp_path: Path,
+                                                                       fmt: str) -> None:
+    (tmp_path / "s.yaml").write_text(PPL_CHAT, encoding="utf-8")
+    done = run_cli("s.yaml", "-o", "out", "--format", fmt, cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        f"compile-prompts: error: dataset 'ppl', model 'chat', row 0: --format {fmt}: the ppl "
+        "records of ppl x chat score their text, but their prompt is chat messages, which "
+        "vLLM's LLM.chat and the chat completions endpoint do not score"), done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_messages_lines_say_how_llm_chat_renders_them(tmp_path: Path) -> None:
+    """A chat-template model without a template of its own: messages lines, with LLM.chat's
+    add_generation_prompt / continue_final_message (an assistant_prefix goes on)."""
+    (tmp_path / "d.yaml").write_text(DATA.split("  - abbr: ppl")[0], encoding="utf-8")
+    (tmp_path / "m.yaml").write_text(json.dumps({"models": [
+        {"abbr": "chat", "type": "HuggingFacewithChatTemplate"},
+        {"abbr": "prefixed", "type": "HuggingFacewithChatTemplate",
+         "assistant_prefix": "Answer:"}]}), encoding="utf-8")
+    done = run_cli("d.yaml", "m.yaml", "-o", "out", "--format", "vllm", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (chat, _) = [json.loads(x) for x in (tmp_path / "out/chat/gen.vllm.jsonl").read_text()
+                 .splitlines()]
+    assert chat["messages"] == [{"role": "user", "content": "The cat sat\n"}]
+    assert (chat["add_generation_prompt"], chat["continue_final_message"]) == (True, False)
+    (pre, _) = [json.loads(x) for x in (tmp_path / "out/prefixed/gen.vllm.jsonl").read_text()
+                .splitlines()]
+    assert pre["messages"][-1] == {"role": "assistant", "content": "Answer:"}
+    assert (pre["add_generation_prompt"], pre["continue_final_message"]) == (False, True)

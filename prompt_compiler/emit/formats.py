@@ -6,7 +6,8 @@ each dataset x model pair, instead of ``<model>/<dataset>.jsonl``:
 ``vllm`` -> ``<model>/<dataset>.vllm.jsonl``
     One JSON object per prompt: the prompt as vLLM's offline API takes it (``prompt`` for a
     ``TextPrompt``, ``prompt_token_ids`` for a ``TokensPrompt`` when the records carry
-    ``input_ids``, or ``messages`` for ``LLM.chat``), ``sampling_params`` (keyword arguments
+    ``input_ids``, or ``messages`` for ``LLM.chat`` with its ``add_generation_prompt`` and
+    ``continue_final_message``), ``sampling_params`` (keyword arguments
     of ``SamplingParams``) and ``id``. Generation records get ``max_tokens`` (the record's
     ``max_out_len``), ``stop`` and ``stop_token_ids``
     where known; scoring records (ppl, ll,
@@ -138,11 +139,28 @@ def _where(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"dataset": obj.get("dataset"), "model": obj.get("model"), "row": obj.get("index")}
 
 
+def _no_scored_messages(obj: Mapping[str, Any], fmt: str) -> None:
+    """A scoring record whose prompt is chat messages has no line in an engine format:
+    ``LLM.chat`` and the chat completions endpoint generate, they return no log-probability
+    of the prompt's tokens (one error for ``vllm`` and ``openai-batch`` alike)."""
+    if obj["mode"] in SCORING_MODES and obj.get("input_ids") is None \
+            and _is_messages(obj["prompt"]):
+        raise UnsupportedError(
+            f"--format {fmt}: the {obj['mode']} records of {obj.get('dataset')} x "
+            f"{obj.get('model')} score their text, but their prompt is chat messages, which "
+            "vLLM's LLM.chat and the chat completions endpoint do not score (they return no "
+            "log-probability of the prompt's tokens)",
+            hint="give the model its tokenizer folder (with its chat template) or a "
+                 "chat_template, so the records hold the template's text (add --tokenize for "
+                 "its token ids), or compile this pair with --format records", **_where(obj))
+
+
 def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
               ) -> dict[str, Any]:
     """The vLLM line of one record object (see the module docstring); ``max_out_len``
     stands in where the record has none."""
     prompt = obj["prompt"]
+    _no_scored_messages(obj, "vllm")
     line: dict[str, Any] = {"id": rid}
     if obj.get("input_ids") is not None:
         line["prompt_token_ids"] = list(obj["input_ids"])
@@ -150,6 +168,11 @@ def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
         line["prompt"] = prompt
     elif _is_messages(prompt):
         line["messages"] = prompt
+        # what LLM.chat needs to render the compiled turns: a reply to start, or the last
+        # (assistant) message to go on (an assistant_prefix)
+        go_on = prompt[-1].get("role") == "assistant"
+        line["add_generation_prompt"] = not go_on
+        line["continue_final_message"] = go_on
     else:
         raise UnsupportedError(
             "--format vllm takes a prompt text, token ids or OpenAI-style messages; this "
@@ -166,13 +189,8 @@ def openai_batch_line(rid: str, obj: Mapping[str, Any], model_name: str,
     stops = _stops(obj, max_out_len)
     scoring = obj["mode"] in SCORING_MODES
     body: dict[str, Any] = {"model": model_name}
+    _no_scored_messages(obj, "openai-batch")
     if _is_messages(prompt) and obj.get("input_ids") is None:
-        if scoring:
-            raise UnsupportedError(
-                f"a {obj['mode']} record scores its text, which the chat completions endpoint "
-                "cannot do (it has no echo of prompt log-probabilities)",
-                hint="give the model a chat_template (its text goes to /v1/completions)",
-                **_where(obj))
         url = "/v1/chat/completions"
         body["messages"] = prompt
         if "max_tokens" in stops:
