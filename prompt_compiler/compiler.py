@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from .assemble.base import Job, Record, Template
@@ -241,7 +242,7 @@ class Compiler:
         return {**token_counters(), **self.token_counters}
 
     @staticmethod
-    def _template(cfg: Any, where: str) -> Template:
+    def _template(cfg: Any, where: str, root: Path | None = None) -> Template:
         if isinstance(cfg, (PromptTemplate, RawPromptTemplate)):
             return cfg
         if not isinstance(cfg, Mapping):
@@ -270,8 +271,8 @@ class Compiler:
 
             try:
                 if kind == "OlympiadBenchTemplate":
-                    return ob.OlympiadBenchTemplate(where=f"{where}.template")
-                return ob.OlympiadBenchRawTemplate.create(where=where)
+                    return ob.OlympiadBenchTemplate(where=f"{where}.template", root=root)
+                return ob.OlympiadBenchRawTemplate.create(where=where, root=root)
             except PromptCompilerError as err:
                 err.key_path = f"{where}.type"
                 raise
@@ -282,30 +283,36 @@ class Compiler:
             key_path=f"{where}.type", hint=_did_you_mean(kind, names))
 
     def job(self, dataset: Mapping[str, Any], model: Mapping[str, Any] | Model,
-            options: Mapping[str, Any] | None = None, *, lean: bool = False
-            ) -> tuple[Job, str, dict[str, Any]]:
-        """Validate a dataset config and build the compile job (templates parsed once)."""
+            options: Mapping[str, Any] | None = None, *, lean: bool = False,
+            opencompass_root: Path | None = None) -> tuple[Job, str, dict[str, Any]]:
+        """Validate a dataset config and build the compile job (templates parsed once).
+
+        ``opencompass_root``: the folder ``opencompass`` stood for when the dataset's config
+        loaded (:attr:`~prompt_compiler.config.DatasetConfig.opencompass_root`), where
+        OpenCompass's own files are read (OlympiadBench's prompt text)."""
         _check_plain(dataset, model, options)
         abbr = str(dataset.get("abbr") or "dataset")
         try:
             if dataset.get(CUSTOM_KEY):
                 dataset = _complete_custom(dataset)
-            job, kind, params = self._job(abbr, dataset, model, options or {})
+            job, kind, params = self._job(abbr, dataset, model, options or {},
+                                          opencompass_root)
             job.token_lens = not lean
             return job, kind, params
         except PromptCompilerError as err:
             raise err.located(dataset=abbr) from None
 
     def _job(self, abbr: str, dataset: Mapping[str, Any], model_cfg: Mapping[str, Any] | Model,
-             options: Mapping[str, Any]) -> tuple[Job, str, dict[str, Any]]:
+             options: Mapping[str, Any], root: Path | None = None
+             ) -> tuple[Job, str, dict[str, Any]]:
         infer = dataset.get("infer_cfg")
         if not isinstance(infer, Mapping):
             raise ConfigError("infer_cfg is required and must be a dict", key_path="infer_cfg")
         reader = ReaderConfig.from_dict(dataset.get("reader_cfg"))
         model = self.model(model_cfg).with_dataset_keys(dataset)
-        ice = self._template(infer["ice_template"], "infer_cfg.ice_template") \
+        ice = self._template(infer["ice_template"], "infer_cfg.ice_template", root) \
             if "ice_template" in infer else None
-        prompt = self._template(infer["prompt_template"], "infer_cfg.prompt_template") \
+        prompt = self._template(infer["prompt_template"], "infer_cfg.prompt_template", root) \
             if "prompt_template" in infer else None
         require_template(ice is not None, prompt is not None)
         if "retriever" not in infer:  # OpenCompass's task reads infer_cfg['retriever'] too

@@ -161,12 +161,13 @@ class PreparedJob:
 # -- errors and warnings -----------------------------------------------------------------
 
 
-def at_origin(err: PromptCompilerError) -> PromptCompilerError:
-    """Name the base config that defines a dataset, not only the eval config importing it."""
+def at_origin(err: PromptCompilerError, root: Path | None = None) -> PromptCompilerError:
+    """Name the base config that defines a dataset, not only the eval config importing it
+    (``root``: the folder ``opencompass`` stood for when it loaded)."""
     if err.dataset and err.config_path and " (imported by " not in err.config_path:
         from .config.bases import defining_file
 
-        origin = defining_file(err.config_path, err.dataset)
+        origin = defining_file(err.config_path, err.dataset, root)
         if origin is not None:
             err.config_path = f"{origin} (imported by {err.config_path})"
     return err
@@ -183,7 +184,8 @@ def locate(pair: Pair, err: PromptCompilerError) -> PromptCompilerError:
         elif not err.key_path.startswith("meta_template"):
             err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
     return at_origin(err.located(config_path=pair.dataset.config_path,
-                                 dataset=pair.dataset.abbr, model=pair.model.abbr))
+                                 dataset=pair.dataset.abbr, model=pair.model.abbr),
+                     pair.dataset.opencompass_root)
 
 
 def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
@@ -243,22 +245,24 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
     """The compile job of one pair, after its warnings (raised with ``strict``; the first
     range of a pair split across processes reads them, the others do not)."""
     compat = compiler.policy.name == "opencompass"
+    root = pair.dataset.opencompass_root
     for note in (*pair.model.notes, *pair.dataset.notes):
         if settings.strict or (compat and note.reference is not None):
-            raise at_origin(note)
-        warnings.warn(PromptCompilerWarning(str(at_origin(note))), stacklevel=3)
+            raise at_origin(note, root)
+        warnings.warn(PromptCompilerWarning(str(at_origin(note, root))), stacklevel=3)
     dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
                           no_rows=settings.no_rows)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                     pair.options, lean=lean)
+                                     pair.options, lean=lean,
+                                     opencompass_root=pair.dataset.opencompass_root)
     eager = isinstance(job.rows.test, (list, tuple))
     # the checks read the first row (streamed rows too); a range after the first skips them
     for problem in (dataset_warnings(job, dataset.spec) if not rows or not rows.start else []):
         problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
         problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
         if settings.strict:
-            raise at_origin(problem)
-        warnings.warn(PromptCompilerWarning(str(at_origin(problem))), stacklevel=3)
+            raise at_origin(problem, root)
+        warnings.warn(PromptCompilerWarning(str(at_origin(problem, root))), stacklevel=3)
     if on_rows is not None and eager:
         on_rows(len(job.rows.test))
     return job, kind, params
@@ -283,7 +287,8 @@ def prepare(pair: Pair, settings: CompileSettings, compiler: Compiler | None = N
         dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
                           no_rows=settings.no_rows)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
-                                     pair.options, lean=True)
+                                     pair.options, lean=True,
+                                     opencompass_root=pair.dataset.opencompass_root)
     if settings.spans or not plannable(job, kind, params):
         return job, kind, params, None
     try:

@@ -199,7 +199,9 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
         configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs,
                                defer_model_errors=True)
     except PromptCompilerError as err:
-        raise at_origin(err) from None
+        from .config.loader import resolve_root
+
+        raise at_origin(err, resolve_root(None, opencompass_configs)) from None
     override = [m for name in _globs(models)
                 for m in model_from_name(name, opencompass_configs=opencompass_configs)]
     groups: list[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]]] = []
@@ -548,10 +550,11 @@ def _every_input(suite: Suite, data_dir: Path | None) -> list[str | os.PathLike[
     from .data.sources import row_files
 
     found: list[str | os.PathLike[str]] = [*suite.paths, *([data_dir] if data_dir else [])]
+    root = next((c.opencompass_root for c in suite.configs if c.opencompass_root), None)
     for cfg in suite.configs:
         found.append(cfg.path)
         if cfg.path.suffix == ".py":
-            found += base_files(cfg.path)
+            found += base_files(cfg.path, cfg.opencompass_root)
     for dataset in suite.datasets:
         found += row_files(dataset, data_dir)
         for key in ("path", "data_files"):  # a folder or file named but not (yet) found too
@@ -562,7 +565,7 @@ def _every_input(suite: Suite, data_dir: Path | None) -> list[str | os.PathLike[
         if isinstance(where, str) and where and os.path.isfile(where):  # e.g. a --model FILE
             found.append(where)
             if where.endswith(".py"):
-                found += base_files(where)
+                found += base_files(where, root)
     for model in suite.models:
         found += model.files
         for key in ("tokenizer", "chat_template"):

@@ -312,3 +312,23 @@ def test_matches_opencompass_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         # default mode: OpenCompass's prompt with the problem inserted once (D1)
         default = tp.gen_item(r, "", Policy.of("default"), output_column="solution").to_list()
         assert default[1]["prompt"] == want_raw[0]["content"]
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_text_read_beside_the_configs_folder_given(tmp_path: Path, engine: str) -> None:
+    """No installed opencompass: the text is read beside --opencompass-configs DIR (the folder
+    recorded on each dataset when it loads), in this process and in Ray's workers alike."""
+    if engine == "ray":
+        pytest.importorskip("ray")
+    work = _project(tmp_path)
+    package = package_with(STAND_IN, tmp_path / "oc") / "opencompass"
+    (package / "configs" / "datasets").mkdir(parents=True)
+    # the package under test, and no importable opencompass
+    env = {**os.environ, "PYTHONPATH": str(Path(ob.__file__).parents[2])}
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", "eval_ob.py", "--data-dir",
+                           "data", "-o", str(tmp_path / "out"), "--opencompass-configs",
+                           str(package / "configs"), "--engine", engine],
+                          capture_output=True, text=True, cwd=work, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    tpl = (tmp_path / "out" / "gpt" / "ob_OlympiadBenchTemplate.jsonl").read_text()
+    assert "ZH prove (ZH-MATH)." in tpl

@@ -84,10 +84,9 @@ def _module_file(file: Path, module: str, level: int, root: Path | None) -> Path
             base = base.parent
     elif parts[:2] == ["opencompass", "configs"]:
         if root is None:
-            from .oc_configs import last_root
             from .pyconfig import find_package_root
 
-            root = find_package_root(file) or last_root()
+            root = find_package_root(file)
         if root is None:
             return None
         base, parts = root, parts[1:]
@@ -100,8 +99,9 @@ def _module_file(file: Path, module: str, level: int, root: Path | None) -> Path
     return None
 
 
-def defining_file(config_path: str, abbr: str) -> str | None:
-    """The base config that defines the dataset ``abbr`` reached through ``config_path``.
+def defining_file(config_path: str, abbr: str, package_root: Path | None = None) -> str | None:
+    """The base config that defines the dataset ``abbr`` reached through ``config_path``
+    (``opencompass.configs`` imports resolved against ``package_root``, as in :func:`base_files`).
 
     The deepest base file whose top-level lists hold a dict with that ``abbr``; ``None``
     when ``config_path`` is not a Python config or defines it itself. Shown relative to
@@ -109,7 +109,7 @@ def defining_file(config_path: str, abbr: str) -> str | None:
     """
     if not config_path.endswith(".py") or not Path(config_path).is_file():
         return None
-    for base in base_files(config_path):
+    for base in base_files(config_path, package_root):
         if abbr in _abbrs(str(base)):
             return _shown(base)
     return None

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -21,11 +22,11 @@ from ..values import describe_load_error
 from ..yamlload import load_yaml
 from .chatml import CHATML_KEY, chatml_entries
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
-from .oc_configs import configs_folder, package_root, remember_root
+from .oc_configs import configs_folder, package_root
 from .pyconfig import ENVIRONMENT_KEY, load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
-__all__ = ["CONFIG_SUFFIXES", "load_config", "load_configs"]
+__all__ = ["CONFIG_SUFFIXES", "load_config", "load_configs", "resolve_root"]
 
 CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".json")
 _JOB_KEYS = frozenset({"dataset", "model"})
@@ -61,8 +62,8 @@ def load_config(path: PathLike, *, opencompass_root: PathLike | None = None,
         kind = _not_a_file(file)
         raise ConfigError(f"{kind}, not a regular file; a config is read from a regular file"
                           if kind else "no such config file", config_path=display)
-    suite = _load_file(file, display, _root(opencompass_root, opencompass_configs), named=True,
-                       defer=defer_model_errors)
+    suite = _load_file(file, display, resolve_root(opencompass_root, opencompass_configs),
+                       named=True, defer=defer_model_errors)
     assert suite is not None  # named files never come back empty
     return suite
 
@@ -96,7 +97,7 @@ def load_configs(
     Raises:
         ConfigError: As :func:`load_config`, for the first failing file.
     """
-    root = _root(opencompass_root, opencompass_configs)
+    root = resolve_root(opencompass_root, opencompass_configs)
     suites: list[SuiteConfig] = []
     for path in paths:
         folder = Path(path)
@@ -112,16 +113,16 @@ def load_configs(
     return tuple(suites)
 
 
-def _root(value: PathLike | None, configs: PathLike | None = None) -> Path | None:
-    """The package root given, else the one of the configs folder found (or None)."""
+def resolve_root(value: PathLike | None, configs: PathLike | None = None) -> Path | None:
+    """The folder ``opencompass`` stands for while Python configs load: the package root
+    given, else the one of the configs folder found (``configs``, else the variable, else an
+    installed opencompass's); None when there is none."""
     if value is not None:
         return Path(value)
     folder = configs_folder(configs)
     if folder is None:
         return None
-    root = package_root(folder)
-    remember_root(root)
-    return root
+    return package_root(folder)
 
 
 def _walk(folder: Path) -> list[Path]:
@@ -168,9 +169,9 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
     if suffix == ".py" and top.get(CHATML_KEY) is not None:  # appended, as run.py does
         datasets += tuple(normalize_dataset(entry, display, f"{CHATML_KEY}[{i}]")
                           for i, entry in enumerate(chatml_entries(top, display, root)))
-    models = tuple(_model(entry, display, key, defer)
+    models = tuple(_model(entry, display, key, defer, root)
                    for key, entry in collect_entries(top, "models", display))
-    combinations = _combinations(top, display, defer)
+    combinations = _combinations(top, display, defer, root)
     if not datasets and not models and not combinations:
         if not named:
             return None
@@ -180,6 +181,9 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
             hint="define a top-level `datasets` / `models` list, or `*_datasets` / `*_models` "
             "variables",
         )
+    if suffix == ".py" and root is not None:  # where each dataset was defined
+        datasets = _rooted(datasets, root)
+        combinations = tuple((_rooted(ds, root), ms) for ds, ms in combinations)
     if combinations:  # `datasets`/`models` may be left out: the entries' own then
         datasets = datasets or _distinct(d for ds, _ in combinations for d in ds)
         models = models or _distinct(m for _, ms in combinations for m in ms)
@@ -201,6 +205,10 @@ def _environment(read: dict[str, str | None] | None) -> tuple[tuple[str, str | N
 COMBINATIONS = "model_dataset_combinations"
 
 
+def _rooted(datasets: tuple[DatasetConfig, ...], root: Path) -> tuple[DatasetConfig, ...]:
+    return tuple(dataclasses.replace(d, opencompass_root=root) for d in datasets)
+
+
 def _distinct(items: Any) -> tuple[Any, ...]:
     out: list[Any] = []
     for item in items:
@@ -209,7 +217,7 @@ def _distinct(items: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _combinations(top: dict[str, Any], display: str, defer: bool
+def _combinations(top: dict[str, Any], display: str, defer: bool, root: Path | None = None
                   ) -> tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...]:
     """OpenCompass's ``model_dataset_combinations = [dict(models=[...], datasets=[...]), ...]``:
     its partitioners pair each entry's models with that entry's datasets, and only those."""
@@ -228,17 +236,18 @@ def _combinations(top: dict[str, Any], display: str, defer: bool
                               "both lists)", config_path=display, key_path=where)
         datasets = tuple(normalize_dataset(entry, display, f"{where}.datasets[{j}]")
                          for j, entry in enumerate(comb["datasets"]))
-        models = tuple(_model(entry, display, f"{where}.models[{j}]", defer)
+        models = tuple(_model(entry, display, f"{where}.models[{j}]", defer, root)
                        for j, entry in enumerate(comb["models"]))
         out.append((datasets, models))
     return tuple(out)
 
 
-def _model(entry: Any, display: str, key: str, defer: bool) -> ModelConfig:
+def _model(entry: Any, display: str, key: str, defer: bool,
+           root: Path | None = None) -> ModelConfig:
     """A model entry; an invalid one with a usable abbr is kept with its error, raised only
     if the model is paired (``--models`` may leave it out)."""
     try:
-        return normalize_model(entry, display, key)
+        return normalize_model(entry, display, key, root)
     except PromptCompilerError as err:
         if not defer:
             raise

@@ -219,7 +219,8 @@ def _unwrap_reader_cfg(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
+def normalize_model(entry: Any, config_path: str, key_path: str,
+                    opencompass_root: Path | None = None) -> ModelConfig:
     """Validate one model entry and return it in the case format.
 
     The renderer (kept under ``parser`` in the case-format spec, the key the conformance cases
@@ -334,7 +335,7 @@ def normalize_model(entry: Any, config_path: str, key_path: str) -> ModelConfig:
         files += tokenizer_files
     if entry.get("chat_template") is not None:
         spec["chat_template"] = _chat_template_source(
-            entry["chat_template"], _model_folders(config_path, abbr),
+            entry["chat_template"], _model_folders(config_path, abbr, opencompass_root),
             f"{key_path}.chat_template", where)
         if not _is_template_text(spec["chat_template"]):
             files.append(spec["chat_template"])
@@ -429,12 +430,13 @@ def _is_template_text(value: str) -> bool:
     return "{" in value or "\n" in value
 
 
-def _model_folders(config_path: str, abbr: str) -> list[Path]:
+def _model_folders(config_path: str, abbr: str, root: Path | None) -> list[Path]:
     """Where a model's relative file names resolve: the folder of the file that defines the
-    model (a model file an eval config imports), then the eval config's folder."""
+    model (a model file an eval config imports; ``root``: what ``opencompass`` stood for),
+    then the eval config's folder."""
     from .bases import defining_file
 
-    origin = defining_file(config_path, abbr)
+    origin = defining_file(config_path, abbr, root)
     folders = [Path(origin).parent] if origin is not None else []
     return [*folders, *([Path(config_path).parent] if Path(config_path).parent not in folders
                         else [])]

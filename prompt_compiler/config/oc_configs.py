@@ -53,7 +53,6 @@ _SUBFOLDERS = ("datasets", "models", "summarizers")
 _LOCK = threading.Lock()
 _links: dict[Path, Path] = {}
 _known: set[str] = set()  # real paths of configs folders found through 1-3 (manifest names)
-_last: list[Path] = []
 
 
 def configs_folder(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -127,20 +126,6 @@ def package_root(configs: Path) -> Path:
                 atexit.register(_remove_links)
             _links[real] = root
         return root
-
-
-def remember_root(root: Path) -> None:
-    """The package root the last load resolved ``opencompass.configs`` to (see
-    :func:`last_root`)."""
-    with _LOCK:
-        _last[:] = [root]
-
-
-def last_root() -> Path | None:
-    """The package root of the last load, for naming the base config that defines a
-    dataset after loading (:mod:`.bases`); None before any."""
-    with _LOCK:
-        return _last[0] if _last else None
 
 
 def _remove_links() -> None:

@@ -55,6 +55,11 @@ class DatasetConfig:
     """What a user should hear about its keys (a likely misspelling, a key OpenCompass
     refuses): warnings when a pair is compiled (errors with ``--strict``; those with a
     ``reference`` are errors in compat mode). See :mod:`.known_keys`."""
+    opencompass_root: Path | None = None
+    """The folder ``opencompass`` stood for while its Python config loaded (as
+    :attr:`SuiteConfig.opencompass_root`), recorded when it loads: where its base configs
+    and OpenCompass's own files (OlympiadBench's prompt text) are read; None when none was
+    found or the config is not Python."""
 
 
 @dataclass(frozen=True, slots=True)

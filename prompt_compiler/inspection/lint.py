@@ -158,7 +158,9 @@ class _DatasetLint:
         first = True
         for model in self.models or [None]:
             spec = {**model.spec, "abbr": model.abbr} if model is not None else _NO_MODEL
-            job, kind, params = self.compiler.job(self.spec, spec, self.options)
+            job, kind, params = self.compiler.job(
+                self.spec, spec, self.options,
+                opencompass_root=getattr(self.ds, "opencompass_root", None))
             if first:
                 if not job.rows.test:
                     self.add("empty-test-split", "the test split has no rows, so the dataset "

@@ -209,8 +209,9 @@ def _shape_error(source: str, detail: str) -> UnsupportedError:
         hint=f"install OpenCompass 0.5.4: {INSTALL_HINT}")
 
 
-def find_source() -> Path:
-    """``opencompass/datasets/OlympiadBench.py`` of the installed package (not imported)."""
+def find_source(root: Path | None = None) -> Path:
+    """``opencompass/datasets/OlympiadBench.py`` of the installed package (not imported), else
+    beside the configs folder ``root`` stood for when the dataset's config loaded."""
     try:
         spec = importlib.util.find_spec("opencompass")
     except (ImportError, ValueError):
@@ -222,9 +223,6 @@ def find_source() -> Path:
             return candidate
     # Else the package whose configs/ the configs were read from (--opencompass-configs
     # .../site-packages/opencompass/configs): its datasets/OlympiadBench.py lies beside.
-    from ..config.oc_configs import last_root
-
-    root = last_root()
     if root is not None:
         candidate = Path(os.path.realpath(root / "configs")).parent.joinpath(*SOURCE)
         if candidate.is_file():
@@ -270,9 +268,10 @@ def _read(path: str) -> PrompterText:
                         _statements(_function(tree, "make_prompt", path)))
 
 
-def prompter_text() -> PrompterText:
-    """The texts of the installed OpenCompass (read once per process)."""
-    return _read(str(find_source()))
+def prompter_text(root: Path | None = None) -> PrompterText:
+    """The texts of the installed OpenCompass (read once per process; ``root``: as
+    :func:`find_source`)."""
+    return _read(str(find_source(root)))
 
 
 def _problem(row: Mapping[str, Any], policy: Policy) -> str:
@@ -287,9 +286,9 @@ def _problem(row: Mapping[str, Any], policy: Policy) -> str:
 class OlympiadBenchTemplate(PromptTemplate):
     """OpenCompass's ``OlympiadBenchTemplate``: one HUMAN turn, instruction then problem."""
 
-    def __init__(self, *, where: str = "template") -> None:
+    def __init__(self, *, where: str = "template", root: Path | None = None) -> None:
         super().__init__({"round": [{"role": "HUMAN", "prompt": "{prompt}"}]}, where=where)
-        self.text = prompter_text()
+        self.text = prompter_text(root)
 
     def gen_item(self, row: Mapping[str, Any], ice: Ice, policy: Policy, *,
                  output_column: str | None = None, replace_token: str = "") -> Rendered:
@@ -314,8 +313,9 @@ class OlympiadBenchRawTemplate(RawPromptTemplate):
         object.__setattr__(self, "text", text)
 
     @classmethod
-    def create(cls, *, where: str = "template") -> OlympiadBenchRawTemplate:
-        return cls(where=where, text=prompter_text())
+    def create(cls, *, where: str = "template",
+               root: Path | None = None) -> OlympiadBenchRawTemplate:
+        return cls(where=where, text=prompter_text(root))
 
     def gen_item(self, row: Mapping[str, Any], ice: Ice, policy: Policy, *,
                  output_column: str | None = None, replace_token: str = "") -> list[Any]:
