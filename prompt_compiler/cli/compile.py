@@ -104,7 +104,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
-    p.add_argument("--format", choices=("records", "vllm", "openai-batch", "parquet"),
+    from ..emit.formats import FORMATS  # the one list of output formats
+
+    p.add_argument("--format", choices=FORMATS,
                    default="records",
                    help="what to write per dataset x model: the JSONL records (default), "
                         "vLLM offline inputs (.vllm.jsonl), OpenAI Batch API request files "
