@@ -125,14 +125,16 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
         if _is_loader_class(loader):
             from .opencompass import loader_rows
 
-            return loader_rows(
-                str(loader), spec, opencompass_python,
-                elsewhere="; --data-dir tried: " + ", ".join(tried) if tried else "",
-                hint="" if data_dir is not None else
-                f"; or pass --data-dir DIR holding DIR/{dataset.abbr}/<split>.jsonl")
+            try:
+                return loader_rows(
+                    str(loader), spec, opencompass_python,
+                    elsewhere="; --data-dir tried: " + ", ".join(tried) if tried else "",
+                    hint="" if data_dir is not None else
+                    f"; or pass --data-dir DIR holding DIR/{dataset.abbr}/<split>.jsonl")
+            except PromptCompilerError as err:  # the loader's arguments: the dataset's keys
+                raise err.located(key_path=dataset.key_path) from None
     except PromptCompilerError as err:
-        raise err.located(config_path=dataset.config_path, dataset=dataset.abbr,
-                          key_path=dataset.key_path) from None
+        raise err.located(config_path=dataset.config_path, dataset=dataset.abbr) from None
     data_dir_text = "; --data-dir tried: " + ", ".join(tried) if tried else ""
     if named:  # the config names its file: say which, where it looked, what is there
         key, name, looked = named
