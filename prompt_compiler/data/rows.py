@@ -7,7 +7,8 @@ reader only says how to read one row (``_row``) and a run of rows (``iter_range`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 Row = dict[str, Any]
@@ -50,3 +51,23 @@ class LazyRows(Sequence[Row]):
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedRows:
+    """The rows of one dataset as loaded, shaped like the case format's ``rows`` /
+    ``splits`` (the reader's :class:`prompt_compiler.data.reader.DatasetRows` are the
+    train and test rows a job uses)."""
+
+    rows: Sequence[Row] | None
+    """One split used as both train and test (``subdivision`` = abbr), or None."""
+    splits: Mapping[str, Sequence[Row]] | None
+    """Named splits (``subdivision`` = ``{abbr}_{split}``), or None."""
+    origin: str
+    """Where the rows came from: ``inline`` or the file / folder read."""
+
+    def case_fields(self) -> dict[str, Any]:
+        """``{"rows": [...]}`` or ``{"splits": {...}}``, ready to put into a case dataset."""
+        if self.rows is not None:
+            return {"rows": self.rows}
+        return {"splits": self.splits}

@@ -27,10 +27,10 @@ import os
 import stat
 import weakref
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from .._version import install_hint
 from ..config.records import DatasetConfig
 from ..errors import DataError, LimitError, PromptCompilerError
 from ..values import check_row, describe_load_error
-from .rows import LazyRows, Row
+from .rows import LazyRows, LoadedRows, Row
 
 __all__ = [
     "BUILTIN_READERS",
@@ -74,24 +74,6 @@ _SUFFIX_READERS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet"
 _HF_MARKERS = ("dataset_dict.json", "dataset_info.json", "state.json")
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedRows:
-    """The rows of one dataset as loaded, shaped like the case format's ``rows`` /
-    ``splits`` (the reader's :class:`prompt_compiler.data.reader.DatasetRows` are the
-    train and test rows a job uses)."""
-
-    rows: Sequence[Row] | None
-    """One split used as both train and test (``subdivision`` = abbr), or None."""
-    splits: Mapping[str, Sequence[Row]] | None
-    """Named splits (``subdivision`` = ``{abbr}_{split}``), or None."""
-    origin: str
-    """Where the rows came from: ``inline`` or the file / folder read."""
-
-    def case_fields(self) -> dict[str, Any]:
-        """``{"rows": [...]}`` or ``{"splits": {...}}``, ready to put into a case dataset."""
-        if self.rows is not None:
-            return {"rows": self.rows}
-        return {"splits": self.splits}
 
 
 def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
@@ -487,6 +469,11 @@ def read_jsonl(file: Path) -> list[Row]:
 
 _PEEKING: ContextVar[bool] = ContextVar("peeking", default=False)
 
+JSONL_OPENER: ContextVar[Callable[[Path], JsonlRows | None] | None] = ContextVar(
+    "jsonl_opener", default=None)
+"""How a JSON Lines file is opened instead of whole, while set (a Ray worker's row window:
+:func:`prompt_compiler.data.windows.row_windows` sets it); None: streamed whole."""
+
 
 class NotPeekable(Exception):
     """Raised under :func:`peeking` instead of reading a file that can be read only once."""
@@ -542,9 +529,8 @@ def _jsonl(file: Path) -> Sequence[Row]:
     """A regular file streams (:class:`JsonlRows`); a pipe (allowed by
     ``PROMPT_COMPILER_READ_PIPES=1``) is read now, once; anything else is refused."""
     if _check_kind(file, folder_ok=False) == "file":
-        from .windows import windowed
-
-        window = windowed(file)
+        opener = JSONL_OPENER.get()
+        window = opener(file) if opener is not None else None
         return window if window is not None else JsonlRows(file)
     if _PEEKING.get():
         raise NotPeekable(str(file))

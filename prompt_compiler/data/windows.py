@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import DataError
-from .sources import JsonlRows, _open_regular
+from .sources import JSONL_OPENER, JsonlRows, _open_regular
 
 __all__ = ["RANGE_BYTES", "JsonlWindow", "LineRanges", "byte_ranges", "count_range",
            "line_ranges", "row_windows", "windowed"]
@@ -124,9 +124,11 @@ def row_windows(windows: Mapping[str, tuple[LineRanges, range]]) -> Iterator[Non
     """Within: a JSON Lines file named here (by real path) is opened as a
     :class:`JsonlWindow` of those rows."""
     token = _WINDOWS.set(windows)
+    opener = JSONL_OPENER.set(windowed)
     try:
         yield
     finally:
+        JSONL_OPENER.reset(opener)
         _WINDOWS.reset(token)
 
 

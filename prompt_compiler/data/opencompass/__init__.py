@@ -10,17 +10,17 @@ rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ...config.records import CUSTOM_KEY, DERIVED_ABBR_KEY
 from ...errors import ConfigError, PromptCompilerError
-from ..sources import LoadedRows
+from ..rows import LoadedRows
 from .checked import CheckedRows
 from .paths import resolve
-from .registry import NativeReader, NotNative, native_readers
+from .registry import NativeReader, NotNative
 
 __all__ = ["NOT_LOAD_KEYS", "load_kwargs", "loader_files", "loader_rows", "native_reader"]
 
@@ -36,13 +36,23 @@ NOT_LOAD_KEYS = frozenset({
 
 
 @cache
-def _readers() -> dict[str, NativeReader]:
-    return native_readers()
+def native_readers() -> dict[str, NativeReader]:
+    """Every native reader by class name (each family module lists its own)."""
+    from . import choices, code, exams, hf, jsonsets, lines, qa
+
+    found: dict[str, NativeReader] = {}
+    for family in (exams, lines, code, jsonsets, choices, qa, hf):
+        readers: Sequence[NativeReader] = family.READERS
+        for reader in readers:
+            if reader.name in found:
+                raise RuntimeError(f"two native readers for {reader.name}")
+            found[reader.name] = reader
+    return found
 
 
 def native_reader(type_name: str) -> NativeReader | None:
     """The native reader of an OpenCompass loader class, if it has one."""
-    return _readers().get(type_name)
+    return native_readers().get(type_name)
 
 
 def load_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:

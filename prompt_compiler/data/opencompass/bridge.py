@@ -34,8 +34,7 @@ from typing import Any
 from ... import limits
 from ...errors import DataError, LimitError
 from ..parquet import ParquetRows, require_pyarrow
-from ..rows import Row
-from ..sources import LoadedRows
+from ..rows import LoadedRows, Row
 
 __all__ = [
     "PYTHON_ENV",

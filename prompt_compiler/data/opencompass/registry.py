@@ -10,7 +10,7 @@ same rows serve every split) or ``{split: rows}`` (a ``DatasetDict``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 from ...errors import ConfigError, DataError
 from ..rows import Row
 
-__all__ = ["NativeReader", "NotNative", "Splits", "native_readers"]
+__all__ = ["NativeReader", "NotNative", "Splits"]
 
 Splits = list[Row] | dict[str, list[Row]]
 
@@ -100,17 +100,3 @@ class NativeReader:
                 raise DataError(f"{file}: no such file ({self.name} reads it; OpenCompass "
                                 "fails there too)")
         return self.read(files, **arguments)
-
-
-def native_readers() -> dict[str, NativeReader]:
-    """Every native reader by class name (each family module lists its own)."""
-    from . import choices, code, exams, hf, jsonsets, lines, qa
-
-    found: dict[str, NativeReader] = {}
-    for family in (exams, lines, code, jsonsets, choices, qa, hf):
-        readers: Sequence[NativeReader] = family.READERS
-        for reader in readers:
-            if reader.name in found:
-                raise RuntimeError(f"two native readers for {reader.name}")
-            found[reader.name] = reader
-    return found
