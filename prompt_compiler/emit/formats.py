@@ -47,7 +47,8 @@ from ..errors import ConfigError, DataError, UnsupportedError
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "ROW_GROUP", "SCORING_MODES",
            "check_format", "convert_pair", "openai_batch_line", "parquet_table", "record_ids",
-           "request_model", "sampling_params", "vllm_line", "write_parquet"]
+           "engine_chat_args", "request_model", "sampling_params", "vllm_line",
+           "write_parquet"]
 
 FORMATS = ("records", "vllm", "openai-batch", "parquet")
 """The values of ``--format`` (``records``: the JSONL records, as without the flag)."""
@@ -155,10 +156,11 @@ def _no_scored_messages(obj: Mapping[str, Any], fmt: str) -> None:
                  "its token ids), or compile this pair with --format records", **_where(obj))
 
 
-def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
-              ) -> dict[str, Any]:
+def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None,
+              chat: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The vLLM line of one record object (see the module docstring); ``max_out_len``
-    stands in where the record has none."""
+    stands in where the record has none; ``chat`` goes on a messages line
+    (:func:`engine_chat_args`)."""
     prompt = obj["prompt"]
     _no_scored_messages(obj, "vllm")
     line: dict[str, Any] = {"id": rid}
@@ -173,6 +175,7 @@ def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
         go_on = prompt[-1].get("role") == "assistant"
         line["add_generation_prompt"] = not go_on
         line["continue_final_message"] = go_on
+        line.update(chat or {})
     else:
         raise UnsupportedError(
             "--format vllm takes a prompt text, token ids or OpenAI-style messages; this "
@@ -183,8 +186,10 @@ def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None
 
 
 def openai_batch_line(rid: str, obj: Mapping[str, Any], model_name: str,
-                      max_out_len: int | None = None) -> dict[str, Any]:
-    """The OpenAI Batch API request line of one record object."""
+                      max_out_len: int | None = None, chat: Mapping[str, Any] | None = None
+                      ) -> dict[str, Any]:
+    """The OpenAI Batch API request line of one record object (``chat``: see
+    :func:`engine_chat_args`, on a chat completions request)."""
     prompt = obj["prompt"]
     stops = _stops(obj, max_out_len)
     scoring = obj["mode"] in SCORING_MODES
@@ -193,6 +198,7 @@ def openai_batch_line(rid: str, obj: Mapping[str, Any], model_name: str,
     if _is_messages(prompt) and obj.get("input_ids") is None:
         url = "/v1/chat/completions"
         body["messages"] = prompt
+        body.update(chat or {})
         if "max_tokens" in stops:
             body["max_completion_tokens"] = stops["max_tokens"]
     elif isinstance(prompt, str) or obj.get("input_ids") is not None:
@@ -421,6 +427,7 @@ def _dumps(obj: Mapping[str, Any]) -> bytes:
 
 def convert_pair(staging: Path, rel: str, fmt: str, entry: Mapping[str, Any], *,
                  model_name: str, max_out_len: int | None = None,
+                 chat: Mapping[str, Any] | None = None,
                  batch_lines: int = BATCH_MAX_LINES,
                  batch_bytes: int = BATCH_MAX_BYTES) -> dict[str, dict[str, Any]]:
     """Turn the records file ``staging/rel`` into the files of ``fmt`` beside it.
@@ -440,7 +447,7 @@ def convert_pair(staging: Path, rel: str, fmt: str, entry: Mapping[str, Any], *,
         return {name: {**head, "records": count, "sha256": digest}}
     if fmt == "vllm":
         name = f"{stem}.vllm.jsonl"
-        lines = (_dumps(vllm_line(r, o, max_out_len)) for r, o in ids)
+        lines = (_dumps(vllm_line(r, o, max_out_len, chat)) for r, o in ids)
         return {name: {**head, **_write_lines(staging / name, lines)}}
     if fmt != "openai-batch":
         raise ConfigError(f"unknown format {fmt!r}", key_path="--format")
@@ -455,7 +462,7 @@ def convert_pair(staging: Path, rel: str, fmt: str, entry: Mapping[str, Any], *,
         out[name] = {**head, **_write_lines(staging / name, iter(part))}
 
     for rid, obj in ids:
-        line = _dumps(openai_batch_line(rid, obj, model_name, max_out_len))
+        line = _dumps(openai_batch_line(rid, obj, model_name, max_out_len, chat))
         if len(line) > batch_bytes:
             raise DataError(f"one batch request is {len(line)} bytes, over the "
                             f"{batch_bytes}-byte file limit", **_where(obj))
@@ -497,7 +504,8 @@ def convert_outputs(writer: Any, outputs: Mapping[str, Mapping[str, Any]],
         pair = pairs.get(rel)
         made = convert_pair(writer.staging, rel, fmt, entry,
                             model_name=request_model(pair, entry["model"]),
-                            max_out_len=_max_out_len(pair), **limits)
+                            max_out_len=_max_out_len(pair), chat=engine_chat_args(pair),
+                            **limits)
         for new in made:
             writer.adopt(new)
         if entry.get("over_limit"):
@@ -513,6 +521,18 @@ def request_model(pair: Any, abbr: str) -> str:
     OpenAI-compatible server knows), else the model's abbr."""
     spec = pair.model.spec if pair is not None else {}
     return str(spec["path"]) if isinstance(spec.get("path"), str) else abbr
+
+
+def engine_chat_args(pair: Any) -> dict[str, Any]:
+    """What an engine needs beside a pair's messages lines to render the turns as compiled:
+    the model's ``chat_template_kwargs`` (older name ``template_kwargs``; e.g. Qwen3's
+    ``enable_thinking: false``), passed by ``LLM.chat`` and vLLM's chat completions endpoint
+    to the chat template. Empty when it has none (a record rendered to text or token ids
+    needs nothing: its line carries ``prompt`` or ``prompt_token_ids``)."""
+    spec = pair.model.spec if pair is not None else {}
+    kwargs = spec.get("chat_template_kwargs") or spec.get("template_kwargs")
+    return {"chat_template_kwargs": dict(kwargs)} if isinstance(kwargs, Mapping) and kwargs \
+        else {}
 
 
 def _max_out_len(pair: Any) -> int | None:

@@ -23,7 +23,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,6 +36,7 @@ from .formats import (
     BATCH_MAX_LINES,
     _dumps,
     _max_out_len,
+    engine_chat_args,
     openai_batch_line,
     record_ids,
     request_model,
@@ -90,6 +91,8 @@ class ShardPlan:
     """Stands in where a record carries no ``max_out_len`` (vllm, openai-batch)."""
     batch_lines: int = BATCH_MAX_LINES
     batch_bytes: int = BATCH_MAX_BYTES
+    chat: Mapping[str, Any] = field(default_factory=dict)
+    """What messages lines carry for the engine (:func:`~.formats.engine_chat_args`)."""
 
     @property
     def size(self) -> int:
@@ -102,7 +105,7 @@ def plan_for(pair: Any, rows: int, fmt: str = "records", **limits: int) -> Shard
     if fmt == "openai-batch" and (min(limits.values(), default=1) < 1):
         raise ConfigError("the batch file limits must be positive")
     return ShardPlan(rows, fmt, request_model(pair, pair.model.abbr), _max_out_len(pair),
-                     **limits)
+                     chat=engine_chat_args(pair), **limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,10 +374,10 @@ def _write_converted(out: _Writer, blocks: Iterable[bytes], pos: int, lo: int, h
                 out.over += over
             else:
                 if plan.fmt == "vllm":
-                    line = _dumps(vllm_line(rid, obj, plan.max_out_len))
+                    line = _dumps(vllm_line(rid, obj, plan.max_out_len, plan.chat))
                 else:
                     line = _dumps(openai_batch_line(rid, obj, plan.model_name,
-                                                    plan.max_out_len))
+                                                    plan.max_out_len, plan.chat))
                     _check_batch(out, line, plan.batch_bytes, obj)
                 out.write(line, 1, over)
             pos += 1
