@@ -228,3 +228,31 @@ def test_importing_the_package_installs_no_signal_handler() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env=env())
     assert run.stdout.strip() == "[True, True]", run.stderr
+
+
+def test_a_stop_put_off_to_a_safer_moment_waits_for_the_lock_and_staging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop signal that met a fragile frame (an import, a lock) comes back 10 ms later on
+    SIGALRM; arriving while OUT's lock file is being made, it used to unwind between the
+    file's creation and its being recorded, and the lock file stayed beside OUT (CI, trial 9:
+    SIGTERM after 0.18 s). Now it waits for the lock and staging, and the open undoes both."""
+    from prompt_compiler.cli import signals
+    from prompt_compiler.emit import outdir
+
+    real = outdir._try_lock
+
+    def late_stop(fd: int) -> bool:  # the put-off stop comes back right here
+        signals._state["later"] = int(signal.SIGTERM)
+        signal.signal(signal.SIGALRM, signals._again)
+        signal.raise_signal(signal.SIGALRM)
+        return real(fd)
+
+    monkeypatch.setattr(outdir, "_try_lock", late_stop)
+    old = signal.getsignal(signal.SIGALRM)
+    try:
+        with signals.stopping(), pytest.raises(signals.Stopped):
+            outdir.OutputDir(tmp_path / "out").open()
+    finally:
+        signal.signal(signal.SIGALRM, old)
+        signals._state.clear()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

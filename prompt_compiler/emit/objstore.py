@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
+from ..interrupts import deferred
 from ..storage import create_if_absent, filesystem, join, split
 from .manifest import is_ours, listed_files, manifest_bytes
 from .names import MANIFEST
@@ -227,12 +228,13 @@ class ObjectOutput:
         body = json.dumps({"run": self.run, "pid": os.getpid(), "host": socket.gethostname(),
                            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         lock = join(self.uri, LOCK)
-        if not create_if_absent(lock, body.encode()):
+        with deferred():  # a stop signal waits until the lock is recorded as ours
+            self._locked = create_if_absent(lock, body.encode())
+        if not self._locked:
             raise OutputError(
                 f"{self.uri}: another compile-prompts run is writing this output; it holds the "
                 f"lock {lock} ({_holder(self._store, _path(lock))})",
                 hint="wait for it to finish; if it died, run compile-prompts gc OUT --unlock")
-        self._locked = True
         try:
             self._previous = _root_run(old)
             for run in _runs(self._store, self.uri):  # runs that died: no run is alive now

@@ -51,6 +51,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..errors import OutputError, PromptCompilerWarning
+from ..interrupts import deferred
 from .blockfile import BlockFile, write_blocks
 from .blockfile import os_error as _error
 from .blockfile import os_errors as _os
@@ -194,6 +195,13 @@ def _signals_held() -> Iterator[None]:
     signal (this also catches a signal whose handler was already due but had not run yet);
     the signals are blocked at the OS level too. Afterwards the first one is raised again.
     """
+    with deferred():  # and a stop the command's handler put off to a later moment (its timer)
+        with _handlers_held():
+            yield
+
+
+@contextlib.contextmanager
+def _handlers_held() -> Iterator[None]:
     sigs = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
     pending: list[int] = []
     old: dict[int, Any] = {}
@@ -362,8 +370,8 @@ class OutputDir:
                               hint="give a folder to create or replace, e.g. -o out")
         self._check_link()
         self._make_parent()
-        with _signals_held():  # a stop signal takes effect once the lock and staging are held
-            try:
+        try:
+            with _signals_held():  # a stop signal takes effect once the lock and staging are held
                 self._open_parent()
                 self._lock()
                 self._recover()
@@ -374,9 +382,9 @@ class OutputDir:
                     os.umask(umask)
                     self._mode = 0o777 & ~umask
                 self._make_staging()
-            except BaseException:
-                self._release()
-                raise
+        except BaseException:  # also the held stop signal, raised as the block ends
+            self.abort()
+            raise
         return self
 
     def _make_parent(self) -> None:
