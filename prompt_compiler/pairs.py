@@ -23,6 +23,7 @@ from typing import Any
 from .assemble.base import Job, Record
 from .compiler import Compiler
 from .config import DatasetConfig, ModelConfig
+from .config.origins import is_under, relocate
 from .data.sources import attach_rows
 from .emit.names import output_name
 from .emit.records import record_bytes, record_json
@@ -161,16 +162,14 @@ class PreparedJob:
 # -- errors and warnings -----------------------------------------------------------------
 
 
-def at_origin(err: PromptCompilerError, root: Path | None = None) -> PromptCompilerError:
-    """Name the base config that defines a dataset, not only the eval config importing it
-    (``root``: the folder ``opencompass`` stood for when it loaded)."""
-    if err.dataset and err.config_path and " (imported by " not in err.config_path:
-        from .config.bases import defining_file
-
-        origin = defining_file(err.config_path, err.dataset, root)
-        if origin is not None:
-            err.config_path = f"{origin} (imported by {err.config_path})"
-    return err
+def at_origin(err: PromptCompilerError, pair: Pair) -> PromptCompilerError:
+    """``err`` named where the pair's model (an error at its key path) or else its dataset is
+    defined: the base config that defines it (recorded when the config loaded), imported by
+    the config read."""
+    model = pair.model
+    if err.key_path and is_under(err.key_path, model.key_path):
+        return relocate(err, model.origin, model.config_path, model.key_path)
+    return relocate(err, pair.dataset.origin, pair.dataset.config_path, pair.dataset.key_path)
 
 
 def locate(pair: Pair, err: PromptCompilerError) -> PromptCompilerError:
@@ -184,8 +183,7 @@ def locate(pair: Pair, err: PromptCompilerError) -> PromptCompilerError:
         elif not err.key_path.startswith("meta_template"):
             err.key_path = f"{pair.dataset.key_path}.{err.key_path}"
     return at_origin(err.located(config_path=pair.dataset.config_path,
-                                 dataset=pair.dataset.abbr, model=pair.model.abbr),
-                     pair.dataset.opencompass_root)
+                                 dataset=pair.dataset.abbr, model=pair.model.abbr), pair)
 
 
 def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerError]:
@@ -245,11 +243,10 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
     """The compile job of one pair, after its warnings (raised with ``strict``; the first
     range of a pair split across processes reads them, the others do not)."""
     compat = compiler.policy.name == "opencompass"
-    root = pair.dataset.opencompass_root
-    for note in (*pair.model.notes, *pair.dataset.notes):
+    for note in (*pair.model.notes, *pair.dataset.notes):  # (named at their origin)
         if settings.strict or (compat and note.reference is not None):
-            raise at_origin(note, root)
-        warnings.warn(PromptCompilerWarning(str(at_origin(note, root))), stacklevel=3)
+            raise note
+        warnings.warn(PromptCompilerWarning(str(note)), stacklevel=3)
     dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
                           no_rows=settings.no_rows)
     job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
@@ -261,8 +258,8 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
         problem.key_path = f"{pair.dataset.key_path}.{problem.key_path}"
         problem.located(config_path=pair.dataset.config_path, dataset=pair.dataset.abbr)
         if settings.strict:
-            raise at_origin(problem, root)
-        warnings.warn(PromptCompilerWarning(str(at_origin(problem, root))), stacklevel=3)
+            raise at_origin(problem, pair)
+        warnings.warn(PromptCompilerWarning(str(at_origin(problem, pair))), stacklevel=3)
     if on_rows is not None and eager:
         on_rows(len(job.rows.test))
     return job, kind, params

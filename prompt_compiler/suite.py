@@ -31,8 +31,8 @@ from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_c
 from .emit.manifest import build_manifest, input_root
 from .emit.names import MANIFEST, check_unique
 from .emit.outdir import OutputDir
-from .errors import ConfigError, OutputError, PromptCompilerError
-from .pairs import CompileSettings, Pair, at_origin, pair_records, prefetch_rows
+from .errors import ConfigError, OutputError
+from .pairs import CompileSettings, Pair, pair_records, prefetch_rows
 
 __all__ = ["CompileSettings", "Pair", "Suite", "apply_settings", "compile", "compile_to_dir",
            "load", "model_from_name", "tokenized", "with_options", "with_tokenizer"]
@@ -195,13 +195,8 @@ def load(paths: PathArg | Sequence[PathArg], *, models: str | Sequence[str] = ()
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    try:
-        configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs,
-                               defer_model_errors=True)
-    except PromptCompilerError as err:
-        from .config.loader import resolve_root
-
-        raise at_origin(err, resolve_root(None, opencompass_configs)) from None
+    configs = load_configs([Path(p) for p in paths], opencompass_configs=opencompass_configs,
+                           defer_model_errors=True)  # (errors named where entries are defined)
     override = [m for name in _globs(models)
                 for m in model_from_name(name, opencompass_configs=opencompass_configs)]
     groups: list[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]]] = []

@@ -297,7 +297,7 @@ def test_compat_mode_runs(in_repo: Path, tmp_path: Path,
     assert one_error_line(err) == (
         "compile-prompts: error: configs/datasets/sentiment/sentiment_ppl.py (imported by "
         "configs/eval_demo.py): dataset 'sentiment-ppl', model 'qwen2.5-7b-instruct-hf', at "
-        "datasets[1].infer_cfg.inferencer.type: OpenCompass 0.5.4 cannot run PPLInferencer "
+        "sentiment_ppl[0].infer_cfg.inferencer.type: OpenCompass 0.5.4 cannot run PPLInferencer "
         "with a HuggingFacewithChatTemplate model: NotImplementedError: "
         "HuggingFacewithChatTemplate does not support ppl-based evaluation yet, try gen-based "
         "instead. (hint: the default mode compiles these prompts; OpenCompass scores them only "

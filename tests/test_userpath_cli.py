@@ -184,7 +184,7 @@ def test_unknown_placeholder_warns_and_strict_fails(tree: Path) -> None:
     assert warned.returncode == 0, warned.stderr
     assert warned.stderr == (
         "compile-prompts: warning: configs/datasets/alpha.py (imported by configs/eval_a.py): "
-        "dataset 'alpha', at datasets[0].infer_cfg.prompt_template.template: placeholder {qq} "
+        "dataset 'alpha', at alpha[0].infer_cfg.prompt_template.template: placeholder {qq} "
         "names no column, so it stays in the prompt verbatim; did you mean {q}?\n")
     strict = cli("configs/eval_a.py", "--only", "alpha", "-o", "out2", "--strict", cwd=tree)
     assert strict.returncode == 1

@@ -1,19 +1,17 @@
 """The config files a Python config pulls in: ``with read_base():`` imports and ``_base_``.
 
 Found statically (the file is parsed, never run), so that the manifest can list every
-config that shaped the output, and an error about a dataset can name the file that
-defines it rather than only the eval config that imports it.
+config that shaped the output (where each entry is defined is recorded while the config
+loads: :mod:`.origins`).
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import os
 from pathlib import Path
-from typing import Any
 
-__all__ = ["base_files", "defining_file"]
+__all__ = ["base_files"]
 
 
 def base_files(path: str | os.PathLike[str], package_root: Path | None = None) -> list[Path]:
@@ -97,42 +95,3 @@ def _module_file(file: Path, module: str, level: int, root: Path | None) -> Path
         if candidate.is_file():
             return candidate.resolve()
     return None
-
-
-def defining_file(config_path: str, abbr: str, package_root: Path | None = None) -> str | None:
-    """The base config that defines the dataset ``abbr`` reached through ``config_path``
-    (``opencompass.configs`` imports resolved against ``package_root``, as in :func:`base_files`).
-
-    The deepest base file whose top-level lists hold a dict with that ``abbr``; ``None``
-    when ``config_path`` is not a Python config or defines it itself. Shown relative to
-    the working directory when below it.
-    """
-    if not config_path.endswith(".py") or not Path(config_path).is_file():
-        return None
-    for base in base_files(config_path, package_root):
-        if abbr in _abbrs(str(base)):
-            return _shown(base)
-    return None
-
-
-@functools.lru_cache(maxsize=256)
-def _abbrs(file: str) -> frozenset[str]:
-    """The ``abbr`` of every dict in a top-level list of a config file (loaded once)."""
-    from ..errors import PromptCompilerError
-    from .pyconfig import load_python_config
-
-    try:
-        top: Any = load_python_config(Path(file), file)
-    except PromptCompilerError:
-        return frozenset()
-    names: set[str] = set()
-    for value in top.values() if isinstance(top, dict) else ():
-        if isinstance(value, list):
-            names.update(e["abbr"] for e in value
-                         if isinstance(e, dict) and isinstance(e.get("abbr"), str))
-    return frozenset(names)
-
-
-def _shown(path: Path) -> str:
-    rel = os.path.relpath(path)
-    return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()

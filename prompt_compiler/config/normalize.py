@@ -24,6 +24,7 @@ from .known_keys import (
     dataset_key_notes,
     model_key_notes,
 )
+from .origins import Origin
 from .pyconfig import Unsupported
 from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef
 
@@ -220,13 +221,14 @@ def _unwrap_reader_cfg(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def normalize_model(entry: Any, config_path: str, key_path: str,
-                    opencompass_root: Path | None = None) -> ModelConfig:
+                    origin: Origin | None = None) -> ModelConfig:
     """Validate one model entry and return it in the case format.
 
     The renderer (kept under ``parser`` in the case-format spec, the key the conformance cases
     use) comes from, in order: an explicit ``renderer`` (or ``parser``) key; the model class
     (see ``docs/configs.md``); the
-    renderer of a meta template referred to by name.
+    renderer of a meta template referred to by name. ``origin``: the base config that
+    defines the entry, where its relative file names are read first.
 
     Raises:
         ConfigError: A key is missing or has the wrong shape.
@@ -335,7 +337,7 @@ def normalize_model(entry: Any, config_path: str, key_path: str,
         files += tokenizer_files
     if entry.get("chat_template") is not None:
         spec["chat_template"] = _chat_template_source(
-            entry["chat_template"], _model_folders(config_path, abbr, opencompass_root),
+            entry["chat_template"], _model_folders(config_path, origin),
             f"{key_path}.chat_template", where)
         if not _is_template_text(spec["chat_template"]):
             files.append(spec["chat_template"])
@@ -430,14 +432,10 @@ def _is_template_text(value: str) -> bool:
     return "{" in value or "\n" in value
 
 
-def _model_folders(config_path: str, abbr: str, root: Path | None) -> list[Path]:
+def _model_folders(config_path: str, origin: Origin | None) -> list[Path]:
     """Where a model's relative file names resolve: the folder of the file that defines the
-    model (a model file an eval config imports; ``root``: what ``opencompass`` stood for),
-    then the eval config's folder."""
-    from .bases import defining_file
-
-    origin = defining_file(config_path, abbr, root)
-    folders = [Path(origin).parent] if origin is not None else []
+    model (a model file an eval config imports), then the eval config's folder."""
+    folders = [Path(origin.file).parent] if origin is not None else []
     return [*folders, *([Path(config_path).parent] if Path(config_path).parent not in folders
                         else [])]
 

@@ -35,6 +35,7 @@ from . import pyguard, python_loader
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
 from .oc_configs import ENV_VAR
 from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
+from .origins import BaseRecorder
 from .records import TypeRef
 
 __all__ = [
@@ -69,7 +70,8 @@ config read (no variable of a config can have this name)."""
 
 
 def load_python_config(
-    path: Path, display: str, package_root: Path | None = None
+    path: Path, display: str, package_root: Path | None = None,
+    recorder: BaseRecorder | None = None,
 ) -> dict[str, Any]:
     """Execute a Python config and return its top-level variables as plain data.
 
@@ -77,6 +79,7 @@ def load_python_config(
         path: The config file.
         display: How to name the file in errors.
         package_root: See :func:`find_package_root`; found automatically when None.
+        recorder: Receives the variables of each base config loaded, deepest first.
 
     Raises:
         ConfigError: The file cannot be read, does not parse, or raises while executing.
@@ -90,7 +93,7 @@ def load_python_config(
     environment: dict[str, str | None] = {}
     with opencompass_shim(root):
         variables, imported = load_variables(path, display, root, tree,
-                                              environment=environment)
+                                              environment=environment, recorder=recorder)
         top = _settings(variables, imported)
     if environment:
         top[ENVIRONMENT_KEY] = environment
@@ -100,13 +103,15 @@ def load_python_config(
 def load_variables(
     path: Path, display: str, root: Path | None, tree: ast.Module | None = None,
     *, loader: str = "auto", environment: dict[str, str | None] | None = None,
+    recorder: BaseRecorder | None = None,
 ) -> tuple[dict[Any, Any], frozenset[str]]:
     """A config's variables and imported names, run by our loader or else by mmengine.
 
     Call with the ``opencompass`` shim active. ``loader`` is ``"auto"`` (ours, mmengine
     where ours declines), ``"own"`` (ours only: :class:`NeedsMmengine` where it declines)
     or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two). ``environment``
-    receives the environment variables the config read (name -> value or ``None``).
+    receives the environment variables the config read (name -> value or ``None``),
+    ``recorder`` the variables of each base config loaded.
     """
     if tree is None:
         try:
@@ -121,15 +126,17 @@ def load_variables(
             guard.environment = environment
         if loader != "mmengine":
             try:
-                loaded = python_loader.load(str(path.resolve()), tree)
+                loaded = python_loader.load(str(path.resolve()), tree, recorder)
                 return loaded.variables, loaded.imported
             except NeedsMmengine:
                 if loader == "own":
                     raise
+                if recorder is not None:
+                    recorder.clear()  # mmengine loads it again from the start
         from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
 
         with python_loader.stdlib_as_builtin():
-            cfg = _fromfile(Config, path, display, root)
+            cfg = _fromfile(Config, path, display, root, recorder)
         raw = object.__getattribute__(cfg, "_cfg_dict")
         return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
 
@@ -177,7 +184,8 @@ def _settings(variables: dict[Any, Any], imported: frozenset[str]) -> dict[str, 
     return top
 
 
-def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None) -> Any:
+def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
+              recorder: BaseRecorder | None = None) -> Any:
     """``Config.fromfile``, with any failure turned into a ConfigError."""
     error: ConfigError | None = None
     with warnings.catch_warnings():
@@ -185,7 +193,7 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None) -> A
         # a ResourceWarning) once the traceback is released, which happens in this block.
         warnings.simplefilter("ignore", ResourceWarning)
         try:
-            with _guarded_mmengine():
+            with _guarded_mmengine(recorder):
                 return config_cls.fromfile(str(path.resolve()), format_python_code=False,
                                            import_custom_modules=False,
                                            use_environment_variables=False)
@@ -198,9 +206,10 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None) -> A
 
 
 @contextlib.contextmanager
-def _guarded_mmengine() -> Iterator[None]:
+def _guarded_mmengine(recorder: BaseRecorder | None = None) -> Iterator[None]:
     """mmengine's ``Config`` compiles and runs config files through :mod:`.pyguard` (the same
-    check, rewrite and builtins as our loader) while it loads one."""
+    check, rewrite and builtins as our loader) while it loads one; ``recorder`` receives the
+    variables of each file it loads (bases first)."""
     import mmengine.config.config as mm  # type: ignore[import-untyped,unused-ignore]
 
     def compile_(source: Any, filename: str, mode: str, *args: Any, **kwargs: Any) -> Any:
@@ -233,17 +242,30 @@ def _guarded_mmengine() -> Iterator[None]:
                                  + limits.describe("config_source_bytes", limit, "bytes"))
         stack.append(real)
         try:
-            return file2dict.__func__(filename, *args, **kwargs)
+            loaded = file2dict.__func__(filename, *args, **kwargs)
         finally:
             stack.pop()
+        if recorder is not None:
+            recorder.base(filename, loaded[0])
+        return loaded
+
+    lazy_import = mm.Config.__dict__["_parse_lazy_import"]
+
+    def lazy_import_(filename: str, *args: Any, **kwargs: Any) -> Any:
+        loaded = lazy_import.__func__(filename, *args, **kwargs)
+        if recorder is not None:
+            recorder.base(filename, loaded[0])
+        return loaded
 
     saved = {name: mm.__dict__.get(name) for name in ("compile", "eval", "exec")}
     mm.compile, mm.eval, mm.exec = compile_, eval_, exec_
     mm.Config._file2dict = staticmethod(file2dict_)
+    mm.Config._parse_lazy_import = staticmethod(lazy_import_)
     try:
         yield
     finally:
         mm.Config._file2dict = file2dict
+        mm.Config._parse_lazy_import = lazy_import
         for name, value in saved.items():
             if value is None:
                 mm.__dict__.pop(name, None)

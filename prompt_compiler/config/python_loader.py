@@ -49,6 +49,7 @@ from ..errors import ConfigError, PromptCompilerError
 from . import pyguard
 from .mm_values import ConfigDict, LazyAttr, LazyObject, NeedsMmengine
 from .mm_values import to_config_dict as _to_config_dict
+from .origins import BaseRecorder
 
 __all__ = [
     "ConfigDict",
@@ -87,7 +88,8 @@ class LoadedConfig:
         self.imported = imported
 
 
-def load(filename: str, tree: ast.Module | None = None) -> LoadedConfig:
+def load(filename: str, tree: ast.Module | None = None,
+         recorder: BaseRecorder | None = None) -> LoadedConfig:
     """Run the config at ``filename`` as ``mmengine.Config.fromfile(filename)`` would.
 
     Call it with the ``opencompass`` shim active (as the mmengine path is), so that
@@ -97,6 +99,7 @@ def load(filename: str, tree: ast.Module | None = None) -> LoadedConfig:
         filename: The config path, exactly as mmengine would be given it (it becomes
             ``__file__`` and the base of relative imports).
         tree: The already parsed file, if at hand.
+        recorder: Receives each base config's variables as that base finishes loading.
 
     Raises:
         NeedsMmengine: The config is outside what this loader models, or loading failed.
@@ -106,7 +109,7 @@ def load(filename: str, tree: ast.Module | None = None) -> LoadedConfig:
             tree = ast.parse(_read(filename))
         modules = _ModuleKinds()
         if _is_lazy_import(tree, modules):
-            variables, imported = _load_lazy(filename, tree, modules, ())
+            variables, imported = _load_lazy(filename, tree, modules, (), recorder)
             variables = _to_config_dict(variables)
         else:
             variables, imported = _load_plain(filename, tree), frozenset()
@@ -258,7 +261,8 @@ def _rebuilt(value: Any) -> Any:
 
 
 def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
-               stack: tuple[str, ...]) -> tuple[dict[str, Any], frozenset[str]]:
+               stack: tuple[str, ...], recorder: BaseRecorder | None = None,
+               ) -> tuple[dict[str, Any], frozenset[str]]:
     """A lazy-import config (and, recursively, its bases): its globals and imported names."""
     real = os.path.realpath(filename)
     if real in stack:
@@ -275,9 +279,11 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
         path = _base_path(filename, base)
         pyguard.check_base(path, filename)
         base_vars, base_imported = _load_lazy(path, pyguard.parse(_read(path), path), modules,
-                                              (*stack, real))
+                                              (*stack, real), recorder)
         imported |= base_imported
         loaded[base] = _to_config_dict(base_vars)
+        if recorder is not None:
+            recorder.base(path, loaded[base])
     statements: list[ast.stmt] = []
     gathered: dict[str, tuple[int, list[str]]] = {}
     for node in body:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..errors import PromptCompilerError
+    from .origins import Origin
 
 __all__ = ["CUSTOM_KEY", "DERIVED_ABBR_KEY", "DatasetConfig", "ModelConfig", "SuiteConfig",
            "TypeRef"]
@@ -60,6 +61,9 @@ class DatasetConfig:
     :attr:`SuiteConfig.opencompass_root`), recorded when it loads: where its base configs
     and OpenCompass's own files (OlympiadBench's prompt text) are read; None when none was
     found or the config is not Python."""
+    origin: Origin | None = None
+    """The base config (and key path in it) that defines the entry, when not
+    ``config_path`` itself: recorded when the config loads, named by its errors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,8 @@ class ModelConfig:
     error: PromptCompilerError | None = None
     """Why the model config is invalid (its ``spec`` then holds only ``name``): raised when
     the model is paired, so a model that ``--models`` leaves out does not stop a run."""
+    origin: Origin | None = None
+    """As :attr:`DatasetConfig.origin`."""
 
 
 @dataclass(frozen=True, slots=True)
