@@ -49,6 +49,9 @@ def check_mode(value: Any, *, where: str, model: str) -> str:
     return str(value)
 
 
+_NESTED = (Mapping, list, tuple)
+
+
 def strings(value: Any) -> Iterator[str]:
     """Every string in a row value (lists and dicts walked)."""
     if isinstance(value, str):
@@ -175,24 +178,23 @@ class Unsplit:
     def check(self, row: Any, index: int) -> None:
         if self.warned:
             return
-        values = list(row.values()) if isinstance(row, Mapping) else [row]
-        for value in values:
-            for text in strings(value):
-                m = self.pattern.search(text)
-                if m is None:
-                    continue
-                import warnings
+        values = row.values() if isinstance(row, Mapping) else (row,)
+        # one search over the row's strings; no special token holds a NUL, so none spans two
+        m = self.pattern.search("\0".join([
+            v if type(v) is str else "\0".join(strings(v)) if isinstance(v, _NESTED) else ""
+            for v in values]))
+        if m is not None:
+            import warnings
 
-                self.warned = True
-                note = ConfigError(
-                    f"a row value holds {m.group()!r}, a special token of this model, and the "
-                    "model has no Hugging Face tokenizer to encode it as ordinary text: an "
-                    "engine fed the prompt text reads it as a control token (D23)",
-                    key_path="model.tokenizer", model=self.model.abbr, row=index,
-                    hint="give the model its tokenizer (then such records carry their ids), "
-                         "or remove the token from the data")
-                warnings.warn(UnsplitWarning(str(note)), stacklevel=2)
-                return
+            self.warned = True
+            note = ConfigError(
+                f"a row value holds {m.group()!r}, a special token of this model, and the "
+                "model has no Hugging Face tokenizer to encode it as ordinary text: an "
+                "engine fed the prompt text reads it as a control token (D23)",
+                key_path="model.tokenizer", model=self.model.abbr, row=index,
+                hint="give the model its tokenizer (then such records carry their ids), "
+                     "or remove the token from the data")
+            warnings.warn(UnsplitWarning(str(note)), stacklevel=2)
 
 
 def unsplit(model: Any, policy: Any) -> Unsplit | None:
