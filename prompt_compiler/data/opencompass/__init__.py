@@ -10,13 +10,14 @@ rows.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ...config.records import CUSTOM_KEY, DERIVED_ABBR_KEY
-from ...errors import ConfigError, PromptCompilerError
+from ...errors import ConfigError, DataError, PromptCompilerError
 from ..rows import LoadedRows
 from .checked import CheckedRows
 from .paths import resolve
@@ -38,10 +39,10 @@ NOT_LOAD_KEYS = frozenset({
 @cache
 def native_readers() -> dict[str, NativeReader]:
     """Every native reader by class name (each family module lists its own)."""
-    from . import choices, code, exams, hf, jsonsets, lines, qa
+    from . import benches, choices, code, exams, hf, jsonsets, lines, qa
 
     found: dict[str, NativeReader] = {}
-    for family in (exams, lines, code, jsonsets, choices, qa, hf):
+    for family in (exams, lines, code, jsonsets, choices, qa, hf, benches):
         readers: Sequence[NativeReader] = family.READERS
         for reader in readers:
             if reader.name in found:
@@ -66,6 +67,12 @@ def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "
     if not isinstance(path, str) or not path:
         raise ConfigError(f"{reader.name}: {reader.path_key!r} must be a dataset id or a path, "
                           f"got {type(path).__name__}")
+    if not reader.data_path:
+        if not os.path.exists(path):
+            raise DataError(f"{reader.name}: no data at {os.path.abspath(path)} (its loader "
+                            f"reads {reader.path_key}={path!r} as given, from the working "
+                            f"folder){elsewhere}", hint=hint.removeprefix("; ") or None)
+        return path
     local_mode = reader.local_mode
     if local_mode is None:
         local_mode = bool(arguments.get("local_mode", False))

@@ -33,6 +33,7 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/GAOKAO-BENCH": "./data/GAOKAO-BENCH/data",
     "opencompass/aime2024": "./data/aime.jsonl",
     "opencompass/bbh": "./data/BBH/data",
+    "opencompass/bigcodebench": "./data/bigcodebench/",
     "opencompass/ceval-exam": "./data/ceval/formal_ceval",
     "opencompass/cmmlu": "./data/cmmlu/",
     "opencompass/commonsense_qa": "./data/commonsenseqa",

@@ -36,14 +36,19 @@ class NativeReader:
     """The OpenCompass class, e.g. ``MMLUDataset``."""
     read: Callable[..., Splits]
     """``read(files, **load_kwargs)`` -> the rows ``load`` returns."""
-    files: tuple[str, ...] = ("",)
+    files: tuple[str, ...] | Callable[[str, Mapping[str, Any]], list[str]] = ("",)
     """The files read, relative to the resolved ``path`` (``""``: the path itself);
-    ``{name}``-style fields are ``load``'s arguments."""
+    ``{name}``-style fields are ``load``'s arguments. A function of the resolved path and
+    the arguments names them when they depend on more than a field (a choice, a folder's
+    listing)."""
     local_mode: bool | None = False
     """``get_data_path``'s ``local_mode``: fixed, or None for ``load``'s own argument."""
     refuse: Callable[[Mapping[str, Any]], str | None] | None = None
     """Why ``load``'s arguments are ones this reader does not cover (they go to
     OpenCompass's own loader), or None; no function: it covers every call."""
+    data_path: bool = True
+    """``load`` resolves its path with ``get_data_path``; False: it reads the path as given,
+    relative to the working folder (``CIBenchDataset``)."""
     path_key: str = "path"
     """The argument ``get_data_path`` resolves (``HFDataset``: ``data_files``)."""
     text_only: bool = False
@@ -80,7 +85,8 @@ class NativeReader:
         """The files read under ``root`` (the resolved ``path``, spelt as OpenCompass
         spells it)."""
         try:
-            names = [f.format(**arguments) for f in self.files]
+            names = (self.files(root, arguments) if callable(self.files)
+                     else [f.format(**arguments) for f in self.files])
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(f"{self.name}: cannot name its files from the arguments "
                               f"({exc})") from None

@@ -1,0 +1,145 @@
+"""Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError, DataError
+from ..rows import Row
+from .arrow import from_list
+from .files import json_document, json_lines
+from .registry import NativeReader, Splits
+
+__all__ = ["READERS"]
+
+
+def _bigcodebench_file(root: str, arguments: Mapping[str, Any]) -> list[str]:
+    version = arguments["dataset_version"]
+    if version not in ("full", "hard"):
+        raise ConfigError(f"BigCodeBenchDataset: dataset_version must be 'full' or 'hard', got "
+                          f"{version!r} (OpenCompass's loader asserts it)")
+    hard = "-Hard" if version == "hard" else ""
+    return [f"BigCodeBench{hard}-{arguments['release_version']}.jsonl"]
+
+
+def _bigcodebench(files: list[Path], path: str = "opencompass/bigcodebench",
+                  local_mode: bool = False, release_version: str = "v0.1.2",
+                  dataset_version: str = "full") -> Splits:
+    """``BigCodeBenchDataset``: the tasks of ``BigCodeBench[-Hard]-<release>.jsonl`` (blank
+    lines skipped), the same rows as ``train`` and ``test``."""
+    (file,) = files
+    rows = from_list(list(json_lines(file, blank_ok=True)), str(file))
+    return {"train": rows, "test": list(rows)}
+
+
+def _walk(path: str) -> list[str]:
+    """Every file under ``path`` whose name holds ``.ipynb``, spelt and ordered as the loader's
+    walk finds them (folders and files sorted by name; linked folders not entered)."""
+    found = []
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        names.sort()
+        found += [os.path.join(folder, name) for name in names if ".ipynb" in name]
+    return found
+
+
+def _notebooks(root: str, arguments: Mapping[str, Any]) -> list[str]:
+    return [os.path.relpath(file, root) for file in _walk(root)]
+
+
+def _joined(parts: Any) -> str:
+    """A notebook's multi-line text (a list of lines, or one string) as one string."""
+    return "".join(parts)
+
+
+def _cell_output(cell: Row) -> tuple[str, str | None]:
+    """A code cell's tag and output: its first image (``vis``), else its last printed
+    text or result (``general``), else none (``exec``)."""
+    outputs = cell["outputs"]
+    image: str | None = None
+    shown = False
+    for output in outputs:
+        if output["output_type"] == "display_data":
+            if shown:
+                raise ValueError("an output after an image (OpenCompass's loader asserts none)")
+            if "image/png" in output["data"]:
+                shown, image = True, output["data"]["image/png"]
+    if shown:
+        return "vis", image
+    for output in reversed(outputs):
+        if output["output_type"] == "stream" and output["name"] == "stdout":
+            return "general", _joined(output["text"])
+        if output["output_type"] == "execute_result":
+            return "general", _joined(output["data"]["text/plain"])
+    return "exec", None
+
+
+def _experiment(file: str) -> Row:
+    """One notebook as ``CIBenchDataset`` reads it: each markdown cell a user turn (its text
+    before ``Thought:``, with the modules to use), each code cell the assistant's thought and
+    code, and the outputs to compare."""
+    notebook = json_document(Path(file))
+    cells = notebook["cells"]
+    metadata = notebook["metadata"]
+    modules = metadata.get("modules", [])
+    if modules:
+        if len(modules) != len(metadata.get("step_types")):
+            raise ValueError("metadata 'modules' and 'step_types' differ in length "
+                             "(OpenCompass's loader asserts they match)")
+        modules = [[m.strip() for m in step.split("&")] for step in modules]
+    questions: list[str] = []
+    thoughts: list[str] = []
+    codes: list[str] = []
+    outputs: list[str | None] = []
+    tags: list[str] = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            text = _joined(cell["source"]).strip()
+            parts = text.split("\n\nThought: ")
+            text, thought = parts if len(parts) == 2 else (text, " ")
+            if modules:
+                names = modules.pop(0)
+                text += (f"Please use {' and '.join(names)} modules." if "chinese" not in file
+                         else f"请用 {' 和 '.join(names)} 模块.")
+            questions.append(text.strip() + "\n")
+            thoughts.append(thought)
+        elif cell["cell_type"] == "code":
+            codes.append(_joined(cell["source"]))
+            tag, output = _cell_output(cell)
+            tags.append(tag)
+            outputs.append(output)
+    turns: list[Row] = []
+    for question, code, thought in zip(questions, codes, thoughts, strict=False):
+        turns += [{"role": "user", "content": question},
+                  {"role": "assistant", "content": thought + "**split**" + code}]
+    return {"experiment": file, "questions": turns,
+            "references": {"outputs": outputs, "tags": tags, "metadata": metadata,
+                           "experiment": file}}
+
+
+def _cibench(files: list[Path], path: str, internet_check: bool = False) -> Splits:
+    """``CIBenchDataset``: one row per notebook under ``path`` (read as given, from the
+    working folder), named as the loader's walk spells it."""
+    rows: list[Row] = []
+    for file in _walk(path):
+        try:
+            rows.append(_experiment(file))
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+            raise DataError(f"{file}: not a CIBench notebook ({type(exc).__name__}: "
+                            f"{exc})") from None
+    return from_list(rows, path)
+
+
+def _cibench_online(arguments: Mapping[str, Any]) -> str | None:
+    return ("internet_check=True downloads NLTK data to check the connection"
+            if arguments["internet_check"] else None)
+
+
+READERS = (
+    NativeReader("BigCodeBenchDataset", _bigcodebench, _bigcodebench_file, local_mode=None),
+    NativeReader("CIBenchDataset", _cibench, _notebooks, data_path=False,
+                 refuse=_cibench_online),
+)
