@@ -31,6 +31,7 @@ DEFECTS: dict[str, str] = {
     "D21": "token ids hold exactly one BOS where the model has one",
     "D22": "LL: mask_length is the context's token count",
     "D23": "token ids: special-token text from data is ordinary text",
+    "D24": "a prompt's own system turn replaces the meta template's default one",
 }
 
 _MODES = {"default": frozenset(DEFECTS), "opencompass": frozenset(), "compat": frozenset()}

@@ -140,8 +140,7 @@ def model_from_name(name_or_file: str, *,
     from .model.meta_library import load_model_template
 
     tpl = load_model_template(name_or_file)
-    spec = {"name": tpl.name, "parser": tpl.renderer, "meta_template": tpl.meta_template_dict()}
-    return [ModelConfig(tpl.name, str(tpl.path), "meta_template", spec)]
+    return [ModelConfig(tpl.name, str(tpl.path), "meta_template", tpl.model_spec())]
 
 
 _MODEL_EXPECTED = ("--model takes a template name (see 'compile-prompts models'), a model "
@@ -165,9 +164,8 @@ def _model_template_file(path: Path) -> ModelConfig:
         from .model.meta_library import load_model_template
 
         tpl = load_model_template(path)
-        spec = {"name": tpl.name, "parser": tpl.renderer,
-                "meta_template": tpl.meta_template_dict()}
-        return ModelConfig(tpl.name, str(path), "meta_template", spec, files=(str(path),))
+        return ModelConfig(tpl.name, str(path), "meta_template", tpl.model_spec(),
+                           files=(str(path),))
     if isinstance(top, dict) and ("round" in top or "begin" in top):
         what = "a bare meta template (round/begin/end), not a model"
         hint = ("wrap it in a model template file: name: NAME, renderer: lm | api, "

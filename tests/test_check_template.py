@@ -55,8 +55,8 @@ PAIRS: dict[str, tuple[str, frozenset[str], str]] = {
     "phi-3": ("phi-3", NOGEN, "the chat template ends a finished conversation with <|endoftext|>"),
     "qwen-chat": ("qwen-v1.jinja", NO_SYSTEM, "make_context's default system turn"),
     "qwen1.5-chat": ("qwen1.5.jinja", NO_SYSTEM, "the chat template's default system turn"),
-    "qwen2.5-instruct": ("qwen2.5.jinja", frozenset({"system-user/gen", "system-user/nogen"}),
-                         "the default system turn is kept when the prompt brings its own"),
+    # the default system turn gives way to the prompt's own, as in the chat template (D24)
+    "qwen2.5-instruct": ("qwen2.5.jinja", frozenset(), ""),
     "qwen3": ("qwen3.jinja", NOGEN, "a final reply carries an empty <think> block"),
     "yi-chat": ("chatml.jinja", frozenset(), ""),
 }

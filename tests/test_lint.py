@@ -70,8 +70,10 @@ def test_every_kind_is_found_with_its_location(fixtures: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == EXPECTED
     # Model-level codes with fixtures of their own: tests/test_chat_controls.py, and for the
-    # codes that need a real tokenizer tests/test_lint_token_ids.py.
-    elsewhere = {"unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt"}
+    # codes that need a real tokenizer tests/test_lint_token_ids.py, default-system
+    # tests/test_default_system.py.
+    elsewhere = {"unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt",
+                 "default-system"}
     assert {f["code"] for f in EXPECTED} | elsewhere == set(CODES)
 
 

@@ -310,6 +310,8 @@ def normalize_model(entry: Any, config_path: str, key_path: str,
     }
     if class_name is not None:
         spec["type"] = class_name
+    if isinstance(entry.get("meta_template"), str) and template.default_system is not None:
+        spec["default_system"] = template.default_system  # a built-in template's (D24)
     for key in _MODEL_OPTIONAL_KEYS:
         if key in entry:
             spec[key] = entry[key]

@@ -21,6 +21,11 @@ Each :class:`Finding` has a stable ``code``:
 ``system-dropped``
     The prompt has a system message that the model's template drops or merges into a
     user turn (see :mod:`prompt_compiler.model.system_role`).
+``default-system``
+    The prompt has a system message and the model's built-in meta template writes the
+    family's default system turn (``qwen2.5-instruct``): says whether this run replaced the
+    default (default mode, as the family's chat template does) or kept both turns (compat
+    mode, as OpenCompass does; defect D24).
 ``double-bos``
     With a ``tokenizer``: OpenCompass feeds the prompt more than one BOS (a meta template
     writes one and the tokenizer adds another, defect D21); the default mode feeds one.
@@ -59,7 +64,7 @@ __all__ = ["CODES", "Finding", "lint_suite"]
 
 CODES = ("unknown-placeholder", "special-token-in-data", "template-syntax-in-data",
          "empty-prompt", "empty-test-split", "shot-leak", "system-dropped",
-         "unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt")
+         "default-system", "unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt")
 
 _NO_MODEL = {"abbr": "(no model)", "renderer": "lm", "meta_template": None}
 
@@ -267,13 +272,28 @@ class _DatasetLint:
         with_system = next((r for r in records if has_system(r.intermediate)), None)
         if with_system is not None:
             handled = system_handling(model)
-            if handled in ("merged", "dropped"):
+            if handled in ("merged", "dropped") and model.system_role is None:
                 how = ("drops it" if handled == "dropped"
                        else f"merges it into a user turn ({merge_cause(model)})")
                 self.add("system-dropped", f"the prompt has a system message and this model's "
                          f"template {how}; set the model's system_role to say what you want",
                          model=model.abbr, key_path=self._system_source(),
                          row=with_system.index)
+            turn = model.meta.default_system if model.meta is not None else None
+            if turn is not None and handled == "native":
+                self._default_system(turn, with_system, model.abbr)
+
+    def _default_system(self, turn: str, record: Any, model: str) -> None:
+        """default-system: what became of the meta template's default system turn."""
+        if turn in record.prompt:
+            what = ("kept in front of it: the model reads two system turns (compat mode, as "
+                    "OpenCompass writes the meta template's begin; D24)")
+        else:
+            what = ("replaced by it, as the family's chat template does (default mode; compat "
+                    "mode keeps both, D24)")
+        self.add("default-system", "the prompt starts with its own system message; the meta "
+                 f"template's default system turn is {what}", model=model,
+                 key_path=self._system_source(), row=record.index)
 
     def _system_source(self) -> str:
         """The template that holds the system message: the one naming a SYSTEM role, else

@@ -123,6 +123,14 @@ class ModelTemplate:
         """A fresh, mutable plain-``dict`` copy of :attr:`meta_template` (lists as lists)."""
         return cast(dict[str, Any], _thaw(self.meta_template))
 
+    def model_spec(self) -> dict[str, Any]:
+        """The spec of a model that is this template alone (``--model NAME``)."""
+        spec = {"name": self.name, "parser": self.renderer,
+                "meta_template": self.meta_template_dict()}
+        if self.default_system is not None:
+            spec["default_system"] = self.default_system
+        return spec
+
     def prompter_dict(self) -> dict[str, Any]:
         """A fresh, mutable plain-``dict`` copy of :attr:`prompter`."""
         return cast(dict[str, Any], _thaw(self.prompter))

@@ -85,6 +85,18 @@ def _tokenizer_template(renderer: str, count_tokens: Any, key: str, key_path: st
                  "(renderer hf_chat)")
     return template
 
+def _default_turn(meta: MetaTemplate, text: Any, where: str, model: str) -> str:
+    """The default system turn (``text`` in the meta template's SYSTEM role) as it stands in
+    ``begin``; a built-in template's ``default_system`` key (:mod:`.meta_library`)."""
+    system = meta.roles.get("SYSTEM", {})
+    turn = f"{system.get('begin') or ''}{text}{system.get('end') or ''}"
+    if not isinstance(text, str) or "SYSTEM" not in meta.roles or turn not in (meta.begin or ""):
+        raise ConfigError("default_system must be the text of a SYSTEM turn that the meta "
+                          f"template's begin writes, got {text!r:.80}",
+                          key_path=f"{where}.default_system", model=model)
+    return turn
+
+
 @dataclass(frozen=True, slots=True)
 class Model:
     """How one model consumes prompts.
@@ -172,6 +184,9 @@ class Model:
                                       where=f"{where}.meta_template", lm=renderer == "lm")
         except PromptCompilerError as err:
             raise err.located(model=str(abbr)) from None
+        if cfg.get("default_system") is not None and meta is not None and renderer == "lm":
+            meta = replace(meta, default_system=_default_turn(meta, cfg["default_system"],
+                                                              where, str(abbr)))
         max_len, batch_size, max_out, _ = (
             _optional_int(cfg, key, where, str(abbr))
             for key in ("max_seq_len", "batch_size", "max_out_len", "min_out_len"))

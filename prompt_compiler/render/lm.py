@@ -10,7 +10,7 @@ from ..policy import Policy
 from ..promptlist import Marker, PromptList
 from .meta import Dialogue, MetaTemplate, RoleText, Text, lookup, merge_roles, split_rounds, walk
 
-__all__ = ["join_plain", "render_lm"]
+__all__ = ["default_system_begin", "join_plain", "render_lm"]
 
 
 def join_plain(prompt: PromptList) -> str:
@@ -54,6 +54,21 @@ def round_text(meta_round: Sequence[Any], table: Mapping[str, Any], for_gen: boo
     return "".join(out), True
 
 
+def default_system_begin(meta: MetaTemplate, body: str, policy: Policy) -> str:
+    """The meta ``begin`` in front of ``body``: without the family's default system turn
+    when ``body`` starts with a system turn of its own, as the family's chat template
+    writes its default only when the messages do not start with a system message (D24;
+    OpenCompass always writes ``begin``: two system turns)."""
+    begin = meta.begin or ""
+    turn = meta.default_system
+    if turn is None or not policy.fixes("D24"):
+        return begin
+    opens = meta.roles.get("SYSTEM", {}).get("begin")
+    if not opens or not body.startswith(opens):
+        return begin
+    return begin.replace(turn, "", 1)
+
+
 def render_lm(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy) -> str:
     """Render for a base/local model. ``mode`` is ``"gen"`` (stop where the model
     generates) or ``"ppl"`` (render everything)."""
@@ -88,7 +103,8 @@ def render_lm(prompt: Any, meta: MetaTemplate | None, mode: str, policy: Policy)
                 out.append(text)
         if not generate:
             break
-    text = (meta.begin or "") + "".join(out)
+    body = "".join(out)
+    text = default_system_begin(meta, body, policy) + body
     if generate:
         text += meta.end or ""
     return text

@@ -36,6 +36,9 @@ class MetaTemplate:
         messages: An API model's meta template given as OpenAI messages (``[{"role":
             "system", "content": ...}]``), merged into message prompts (RawPromptTemplate,
             :func:`merge_meta_messages`); ``round`` and ``roles`` are then empty.
+        default_system: The family's default system turn as it stands in ``begin`` (a
+            built-in template's ``default_system`` in its SYSTEM role), or ``None``: in
+            default mode a prompt that starts with its own system turn replaces it (D24).
     """
 
     round: tuple[str | Mapping[str, Any], ...]
@@ -44,6 +47,7 @@ class MetaTemplate:
     end: Any
     raw: Any
     messages: tuple[Mapping[str, Any], ...] | None = None
+    default_system: str | None = None
 
     @classmethod
     def parse(cls, meta: Mapping[str, Any] | Sequence[Any] | None, *,
