@@ -147,3 +147,25 @@ a = [dict(type=MMLUDataset, eval_cfg=dict(pred_postprocessor=dict(type=mmlu_post
     (folder / "c.py").write_text("not python (\n")
     counts, files = table.count(tmp_path)
     assert (dict(counts), files) == ({"MMLUDataset": 2, "GSM8KDataset": 1, "HFDataset": 1}, 2)
+
+
+def test_cibench_reads_its_path_as_given(clean_env: None, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    (cache / "data" / "ci").mkdir(parents=True)  # get_data_path would find it; CIBench does not
+    monkeypatch.setenv("COMPASS_DATA_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PromptCompilerError) as caught:
+        loader_rows("CIBenchDataset", {"type": "CIBenchDataset", "path": "data/ci"})
+    assert str(caught.value) == (
+        f"CIBenchDataset: no data at {tmp_path / 'data' / 'ci'} (its loader reads "
+        "path='data/ci' as given, from the working folder)")
+
+
+def test_cibench_internet_check_goes_to_opencompass(clean_env: None, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data" / "ci").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PromptCompilerError, match="--opencompass-python"):
+        loader_rows("CIBenchDataset", {"type": "CIBenchDataset", "path": "data/ci",
+                                       "internet_check": True})

@@ -84,15 +84,20 @@ class NativeReader:
     def data_files(self, root: str, arguments: Mapping[str, Any]) -> list[Path]:
         """The files read under ``root`` (the resolved ``path``, spelt as OpenCompass
         spells it)."""
-        try:
-            names = (self.files(root, arguments) if callable(self.files)
-                     else [f.format(**arguments) for f in self.files])
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(f"{self.name}: cannot name its files from the arguments "
-                              f"({exc})") from None
+        if callable(self.files):
+            names = self.files(root, arguments)
+        else:
+            names = self._formatted(self.files, arguments)
         if self.appended:
             return [Path(root + name) for name in names]
         return [Path(root, name) if name else Path(root) for name in names]
+
+    def _formatted(self, files: tuple[str, ...], arguments: Mapping[str, Any]) -> list[str]:
+        try:
+            return [f.format(**arguments) for f in files]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"{self.name}: cannot name its files from the arguments "
+                              f"({exc})") from None
 
     def load(self, root: str, arguments: Mapping[str, Any]) -> Splits:
         """The rows, read from the files under ``root``.
