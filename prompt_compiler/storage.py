@@ -51,6 +51,8 @@ def object_uri(value: Any) -> str | None:
         uri = text
     elif text.startswith("s3:/") and not text.startswith("s3://"):
         uri = SCHEME + text[len("s3:/"):]
+    elif text == "s3:":  # ``Path("s3://")``
+        uri = SCHEME
     else:
         return None
     bucket = uri[len(SCHEME):].split("/", 1)[0]

@@ -26,6 +26,7 @@ is printed as a backslash escape, and ``--json`` output then escapes non-ASCII a
 
 from __future__ import annotations
 
+import argparse
 import codecs
 import contextlib
 import importlib
@@ -34,10 +35,11 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 from . import signals
 
-__all__ = ["SUBCOMMANDS", "SUMMARIES", "json_text", "main", "one_line"]
+__all__ = ["SUBCOMMANDS", "SUMMARIES", "json_text", "location", "main", "one_line"]
 
 SUBCOMMANDS: dict[str, str] = {
     "models": "models",
@@ -58,6 +60,19 @@ SUMMARIES: dict[str, str] = {
     "gc": " OUT [--unlock]: delete what killed runs left in an output",
 }
 """Subcommand word -> its line in ``compile-prompts --help`` (the same words as SUBCOMMANDS)."""
+
+
+def location(text: str) -> Path:
+    """An argparse type: a folder or an ``s3://`` URI (``-o``, ``--data-dir``), the URI checked
+    before a ``Path`` folds its slashes (``s3:///x`` would read as the bucket ``x``)."""
+    from ..errors import ConfigError
+    from ..storage import object_uri
+
+    try:
+        object_uri(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return Path(text)
 
 
 def one_line(text: str) -> str:

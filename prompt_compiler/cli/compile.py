@@ -26,7 +26,7 @@ from .. import limits
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
 from ..storage import object_uri
-from . import SUMMARIES, json_text, one_line
+from . import SUMMARIES, json_text, location, one_line
 from .signals import Stopped, reported, stopping
 
 __all__ = ["Stopped", "quiet_warnings", "run", "warnings_to_stderr"]
@@ -54,13 +54,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="the folder `from opencompass.configs.X import y` reads (OpenCompass's "
                    "configs/, holding datasets/ and models/); default: "
                    "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
-    p.add_argument("--data-dir", type=Path,
+    p.add_argument("--data-dir", type=location,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
     p.add_argument("--opencompass-python", type=Path, metavar="PATH",
                    help="the python of a venv with OpenCompass installed: runs the loader of a "
                         "dataset class with no native reader, rows cached (default: "
                         "$PROMPT_COMPILER_OPENCOMPASS_PYTHON)")
-    p.add_argument("-o", "--out", type=Path,
+    p.add_argument("-o", "--out", type=location,
                    help="output folder (default: ./out), or s3://bucket/prefix (with "
                         "--shard-rows)")
     p.add_argument("--mode", choices=("default", "compat"), default="default",

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..errors import PromptCompilerError
-from . import json_text
+from . import json_text, location
 
 __all__ = ["run"]
 
@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="the folder `from opencompass.configs.X import y` reads (OpenCompass's "
                    "configs/, holding datasets/ and models/); default: "
                    "$PROMPT_COMPILER_OPENCOMPASS_CONFIGS, else an installed opencompass's")
-    p.add_argument("--data-dir", type=Path,
+    p.add_argument("--data-dir", type=location,
                    help="rows at DIR/<abbr>/<split>.jsonl or DIR/<abbr>.jsonl")
     p.add_argument("--no-rows", action="store_true",
                    help="read no data: lint each dataset on stand-in rows made from its "
