@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MOVED", "PACKAGES", "forward", "install"]
+__all__ = ["MOVED", "PACKAGES", "SPLIT", "forward", "install"]
 
 MOVED = {
     # flat modules before the stage folders
@@ -47,8 +47,18 @@ MOVED = {
     "system_role": "model.system_role",
     "tokenize": "model.tokenize",
     "viewer": "inspection.viewer",
+    # the Python config loader in its own folder
+    "config.pyconfig": "config.python.load",
+    "config.python_loader": "config.python.mmengine_mode",
+    "config.mm_values": "config.python.mm_values",
 }
 """Old module (under ``prompt_compiler.``) -> where it lives now."""
+
+SPLIT = {
+    "config.pyguard": ("config.python.check", "config.python.stand_ins",
+                       "config.python.budget"),
+}
+"""Old modules split into several -> the modules holding their names (searched in order)."""
 
 PACKAGES = {
     "data": "data.sources",
@@ -74,7 +84,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname.startswith(_ROOT) and fullname[len(_ROOT):] in MOVED:
+        if fullname.startswith(_ROOT) and (fullname[len(_ROOT):] in MOVED
+                                           or fullname[len(_ROOT):] in SPLIT):
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
@@ -83,12 +94,20 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         old = module.__name__
-        new = _ROOT + MOVED[old[len(_ROOT):]]
-        _warn(old, new)
-        target = importlib.import_module(new)
-        module.__doc__ = f"Moved to :mod:`{new}` (deprecated path)."
-        module.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]
-        module.__dict__["__all__"] = list(getattr(target, "__all__", ()))
+        news = [_ROOT + n for n in SPLIT.get(old[len(_ROOT):], ())] or [
+            _ROOT + MOVED[old[len(_ROOT):]]]
+        _warn(old, " and ".join(news))
+        targets = [importlib.import_module(new) for new in news]
+        module.__doc__ = f"Moved to {', '.join(f':mod:`{n}`' for n in news)} (deprecated path)."
+
+        def __getattr__(name: str) -> Any:
+            for target in targets:
+                if hasattr(target, name):
+                    return getattr(target, name)
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dict__["__all__"] = [n for t in targets for n in getattr(t, "__all__", ())]
 
 
 def forward(package: str) -> Callable[[str], Any]:

@@ -1,4 +1,4 @@
-"""Our Python config loader (prompt_compiler/config/python_loader.py) against mmengine's.
+"""Our Python config loader (prompt_compiler/config/python/mmengine_mode.py) against mmengine's.
 
 Each config is written to disk and loaded three ways: as the CLI does (our loader, mmengine
 where it declines), by our loader alone, and by mmengine alone. The expected settings are
@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from prompt_compiler.config.opencompass_shim import opencompass_shim
-from prompt_compiler.config.pyconfig import (
+from prompt_compiler.config.python.load import (
     _settings,
     find_package_root,
     load_python_config,
     load_variables,
 )
-from prompt_compiler.config.python_loader import NeedsMmengine
+from prompt_compiler.config.python.mmengine_mode import NeedsMmengine
 from prompt_compiler.config.records import TypeRef
 from prompt_compiler.errors import ConfigError
 

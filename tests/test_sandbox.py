@@ -121,8 +121,9 @@ def test_yaml_chat_template_escape_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_a_python_config_is_data_too(tmp_path: Path) -> None:
-    """A .py config runs under the rules of config/pyguard.py: it cannot write a file
-    (tests/test_pyconfig_hostile.py has the other escapes)."""
+    """A .py config runs under the rules of config/python/ (check.py, stand_ins.py,
+    budget.py): it cannot write a file (tests/test_pyconfig_hostile.py has the other
+    escapes)."""
     (tmp_path / "cfg.py").write_text(
         "open('ran', 'w').write('yes')\n"
         "datasets = [dict(abbr='d', reader_cfg=dict(input_columns=['q'], output_column='a'),\n"

@@ -231,6 +231,10 @@ def test_prompt_styles_are_exported() -> None:
     ("from prompt_compiler.emit import record_json", "emit.records.record_json"),
     ("from prompt_compiler.inspection.report_html import report", "inspection.viewer"),
     ("from prompt_compiler.planlines import Lines", "plan.lines"),
+    ("from prompt_compiler.config.pyconfig import to_plain", "config.python.load"),
+    ("from prompt_compiler.config.python_loader import load", "config.python.mmengine_mode"),
+    ("from prompt_compiler.config.pyguard import Guard", "config.python.check and "
+     "prompt_compiler.config.python.stand_ins and prompt_compiler.config.python.budget"),
 ])
 def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str) -> None:
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"

@@ -340,7 +340,7 @@ def _uses_raw_template(suite: Any) -> bool:
 
 
 def _dataset_variables(file: Path, package: Path) -> list[str]:
-    from prompt_compiler.config.pyconfig import load_python_config
+    from prompt_compiler.config.python.load import load_python_config
 
     top = load_python_config(file, str(file), package)
     return [k for k, v in top.items() if k.endswith("_datasets") and isinstance(v, list) and v]

@@ -4,7 +4,7 @@
     python tools/pyconfig_sameness.py PATH... [--jobs N] [--sample N] [--show-declined]
 
 Every ``*.py`` under the PATHs (files or folders; ``__init__.py`` skipped) is loaded twice
-(``prompt_compiler.config.pyconfig.load_variables`` with ``loader="own"``, then with
+(``prompt_compiler.config.python.load.load_variables`` with ``loader="own"``, then with
 ``loader="mmengine"``), with the same ``opencompass`` package root, and the top-level
 settings are compared. Outcomes per file:
 
@@ -41,8 +41,8 @@ def compare(file: str) -> tuple[str, str, str]:
     import warnings
 
     from prompt_compiler.config.opencompass_shim import opencompass_shim
-    from prompt_compiler.config.pyconfig import _settings, find_package_root, load_variables
-    from prompt_compiler.config.python_loader import NeedsMmengine
+    from prompt_compiler.config.python.load import _settings, find_package_root, load_variables
+    from prompt_compiler.config.python.mmengine_mode import NeedsMmengine
     from prompt_compiler.errors import PromptCompilerError
 
     path = Path(file)
@@ -53,7 +53,7 @@ def compare(file: str) -> tuple[str, str, str]:
         own: object
         try:
             own = _settings(*load_variables(path, file, root, loader="own"))
-        except (NeedsMmengine, PromptCompilerError) as exc:  # declined, or refused (pyguard)
+        except (NeedsMmengine, PromptCompilerError) as exc:  # declined, or refused (the guards)
             own = exc
         try:
             theirs: object = _settings(*load_variables(path, file, root, loader="mmengine"))

@@ -82,7 +82,7 @@ def _module_file(file: Path, module: str, level: int, root: Path | None) -> Path
             base = base.parent
     elif parts[:2] == ["opencompass", "configs"]:
         if root is None:
-            from .pyconfig import find_package_root
+            from .python import find_package_root
 
             root = find_package_root(file)
         if root is None:

@@ -64,7 +64,7 @@ def chatml_entries(top: dict[str, Any], display: str, root: Path | None) -> list
 
 
 def _chatobj_settings(display: str, root: Path | None) -> dict[str, Any]:
-    from .pyconfig import load_python_config
+    from .python import load_python_config
 
     file = root.joinpath(*_SOURCE) if root is not None else None
     if file is None or not file.is_file():

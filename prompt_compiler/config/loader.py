@@ -1,6 +1,6 @@
 """Load config files (Python, YAML, JSON) and folders of them into :class:`SuiteConfig`.
 
-* ``.py``: an OpenCompass-style config read with mmengine (see :mod:`.pyconfig`).
+* ``.py``: an OpenCompass-style config read with mmengine (see :mod:`.python`).
 * ``.yaml`` / ``.yml``: the same shape as plain YAML (``yaml.safe_load``; Python tags are
   rejected), types written as class-name strings.
 * ``.json``: either the same shape, or one conformance case (a *compile job*
@@ -24,7 +24,7 @@ from .chatml import CHATML_KEY, chatml_entries
 from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
 from .oc_configs import configs_folder, package_root
 from .origins import BaseRecorder, Origin, relocate
-from .pyconfig import ENVIRONMENT_KEY, load_python_config
+from .python import ENVIRONMENT_KEY, load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
 __all__ = ["CONFIG_SUFFIXES", "load_config", "load_configs", "resolve_root"]

@@ -25,8 +25,7 @@ from .known_keys import (
     model_key_notes,
 )
 from .origins import Origin
-from .pyconfig import Unsupported
-from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef
+from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef, Unsupported
 
 __all__ = [
     "CUSTOM_KEY",

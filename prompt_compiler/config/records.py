@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .origins import Origin
 
 __all__ = ["CUSTOM_KEY", "DERIVED_ABBR_KEY", "DatasetConfig", "ModelConfig", "SuiteConfig",
-           "TypeRef"]
+           "TypeRef", "Unsupported"]
 
 DERIVED_ABBR_KEY = "abbr_from_path"
 """Spec key set when the abbr was derived from ``path``/``name``: OpenCompass then names
@@ -35,6 +35,14 @@ class TypeRef:
     def name(self) -> str:
         """The last component: the class name, e.g. ``FixKRetriever``."""
         return self.qualified_name.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Unsupported:
+    """A value of a Python config that is not plain data (kept so that an error can name it
+    if it matters)."""
+
+    type_name: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Importing mmengine costs a quarter of a second before any prompt is built, so the common
 shapes of Python config are executed here instead, with the same result as
-``Config.fromfile`` (as :mod:`.pyconfig` reads it):
+``Config.fromfile`` (as :mod:`.load` reads it):
 
 * **lazy-import configs** (``with read_base():`` plus ``from opencompass... import X``;
   mmengine picks this mode when a file imports anything that is not in the standard
@@ -45,11 +45,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ConfigError, PromptCompilerError
-from . import pyguard
+from ...errors import ConfigError, PromptCompilerError
+from ..origins import BaseRecorder
+from .check import check, check_base, compile_config, parse
 from .mm_values import ConfigDict, LazyAttr, LazyObject, NeedsMmengine
 from .mm_values import to_config_dict as _to_config_dict
-from .origins import BaseRecorder
+from .stand_ins import safe_globals
 
 __all__ = [
     "ConfigDict",
@@ -233,9 +234,9 @@ def _load_plain(filename: str, tree: ast.Module) -> dict[str, Any]:
             if any(n.split(".")[0] == "mmengine" for n in names):
                 raise NeedsMmengine("imports mmengine")
     path = os.path.abspath(os.path.expanduser(filename))
-    namespace: dict[str, Any] = pyguard.safe_globals(_base_=ConfigDict())
-    code = pyguard.compile_config(tree, path, path)
-    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (pyguard)
+    namespace: dict[str, Any] = safe_globals(_base_=ConfigDict())
+    code = compile_config(tree, path, path)
+    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (check.py)
     found = {key: value for key, value in namespace.items()
              if key != "_base_" and not key.startswith("__")
              and not isinstance(value, (types.FunctionType, types.ModuleType))}
@@ -270,15 +271,15 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
         raise ConfigError(f"base configs import each other in a cycle: {' -> '.join(cycle)}")
     if len(stack) > _MAX_DEPTH:
         raise NeedsMmengine("base configs nested too deep")
-    pyguard.check(tree, filename)
+    check(tree, filename)
     body, bases = _splice_read_base(tree)
-    namespace: dict[str, Any] = pyguard.safe_globals(LazyObject=LazyObject, __file__=filename)
+    namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
     loaded: dict[str, Any] = {}
     imported: set[str] = set()
     for base in bases:
         path = _base_path(filename, base)
-        pyguard.check_base(path, filename)
-        base_vars, base_imported = _load_lazy(path, pyguard.parse(_read(path), path), modules,
+        check_base(path, filename)
+        base_vars, base_imported = _load_lazy(path, parse(_read(path), path), modules,
                                               (*stack, real), recorder)
         imported |= base_imported
         loaded[base] = _to_config_dict(base_vars)
@@ -298,8 +299,8 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     imported |= gathered.keys()
     module = ast.Module(body=statements, type_ignores=tree.type_ignores)
     module._pc_checked = True  # type: ignore[attr-defined]  # its nodes: tree's and ours
-    code = pyguard.compile_config(module, filename, filename)
-    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (pyguard)
+    code = compile_config(module, filename, filename)
+    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (check.py)
     variables = {key: value for key, value in namespace.items()
                  if not key.startswith("__") and key != "LazyObject"}
     return variables, frozenset(imported)

@@ -5,7 +5,7 @@
 * :class:`LazyObject` / :class:`LazyAttr`: a name imported from a module that is never
   imported (``from opencompass.models import X``), referred to by its dotted name;
 * :class:`NeedsMmengine`: raised where a config does something not modelled here, so that
-  :mod:`.python_loader`'s caller loads it with mmengine instead.
+  :mod:`.mmengine_mode`'s caller loads it with mmengine instead.
 
 Class names, ``str()`` forms and error messages are mmengine's, so that config code which
 prints or inspects them sees what it would see under mmengine.

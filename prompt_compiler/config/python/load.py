@@ -1,4 +1,4 @@
-"""Python configs: run by our loader (:mod:`.python_loader`), else by mmengine's ``Config``.
+"""Python configs: run by our loader (:mod:`.mmengine_mode`), else by mmengine's ``Config``.
 
 mmengine picks its mode from the file. OpenCompass configs (``with read_base():`` plus
 ``from opencompass... import`` lines) load in its *lazy-import* mode: base configs named in
@@ -6,7 +6,7 @@ mmengine picks its mode from the file. OpenCompass configs (``with read_base():`
 ``opencompass.configs.*`` against the folder given as the package root) and every other
 import becomes a lazy object that is never built here. Configs using ``_base_ = [...]``
 load in the classic mode, where ``from opencompass... import X`` really runs and the shim
-answers with placeholder classes. :mod:`.python_loader` reproduces the lazy-import mode and
+answers with placeholder classes. :mod:`.mmengine_mode` reproduces the lazy-import mode and
 the classic mode without ``_base_`` without importing mmengine (a quarter of a second of
 start-up); whatever it declines, mmengine loads as before. Either way the result is turned
 into plain data in which every referenced class or function is a
@@ -24,31 +24,26 @@ import sys
 import types
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import limits
-from ..errors import ConfigError, LimitError, PromptCompilerError
-from ..values import MAX_DEPTH
-from . import pyguard, python_loader
+from ... import limits
+from ...errors import ConfigError, LimitError, PromptCompilerError
+from ...values import MAX_DEPTH
+from ..oc_configs import ENV_VAR
+from ..opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
+from ..origins import BaseRecorder
+from ..records import TypeRef, Unsupported
+from . import mmengine_mode
+from .budget import Guard
+from .check import check, compile_config, parse
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
-from .oc_configs import ENV_VAR
-from .opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
-from .origins import BaseRecorder
-from .records import TypeRef
+from .stand_ins import SAFE_BUILTINS
 
 __all__ = [
     "ENVIRONMENT_KEY", "Unsupported", "find_package_root", "load_python_config",
     "load_variables", "to_plain",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Unsupported:
-    """A value that is not plain data (kept so that an error can name it if it matters)."""
-
-    type_name: str
 
 
 def find_package_root(config_file: Path) -> Path | None:
@@ -88,7 +83,7 @@ def load_python_config(
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
-    tree = pyguard.parse(source, display)
+    tree = parse(source, display)
     root = package_root if package_root is not None else find_package_root(path)
     environment: dict[str, str | None] = {}
     with opencompass_shim(root):
@@ -118,15 +113,15 @@ def load_variables(
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
-        tree = pyguard.parse(source, display)
-    pyguard.check(tree, display)
-    with pyguard.Guard(display) as guard:
+        tree = parse(source, display)
+    check(tree, display)
+    with Guard(display) as guard:
         guard.roots = _roots(path, root)
         if environment is not None:
             guard.environment = environment
         if loader != "mmengine":
             try:
-                loaded = python_loader.load(str(path.resolve()), tree, recorder)
+                loaded = mmengine_mode.load(str(path.resolve()), tree, recorder)
                 return loaded.variables, loaded.imported
             except NeedsMmengine:
                 if loader == "own":
@@ -135,7 +130,7 @@ def load_variables(
                     recorder.clear()  # mmengine loads it again from the start
         from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
 
-        with python_loader.stdlib_as_builtin():
+        with mmengine_mode.stdlib_as_builtin():
             cfg = _fromfile(Config, path, display, root, recorder)
         raw = object.__getattribute__(cfg, "_cfg_dict")
         return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
@@ -207,24 +202,24 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
 
 @contextlib.contextmanager
 def _guarded_mmengine(recorder: BaseRecorder | None = None) -> Iterator[None]:
-    """mmengine's ``Config`` compiles and runs config files through :mod:`.pyguard` (the same
-    check, rewrite and builtins as our loader) while it loads one; ``recorder`` receives the
-    variables of each file it loads (bases first)."""
+    """mmengine's ``Config`` compiles and runs config files through the guards (the same
+    check, rewrite and builtins as our loader: :mod:`.check`) while it loads one;
+    ``recorder`` receives the variables of each file it loads (bases first)."""
     import mmengine.config.config as mm  # type: ignore[import-untyped,unused-ignore]
 
     def compile_(source: Any, filename: str, mode: str, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(source, ast.AST):
             source = ast.parse(source, filename, mode)
-        return pyguard.compile_config(source, filename, filename or "<config>", mode)
+        return compile_config(source, filename, filename or "<config>", mode)
 
     def eval_(code: Any, globals_: Any = None, locals_: Any = None) -> Any:
         scope = globals_ if globals_ is not None else {}
-        scope["__builtins__"] = pyguard.SAFE_BUILTINS
+        scope["__builtins__"] = SAFE_BUILTINS
         return eval(code, scope, locals_ if locals_ is not None else scope)  # noqa: S307
 
     def exec_(code: Any, globals_: Any = None, locals_: Any = None) -> None:
         scope = globals_ if globals_ is not None else {}
-        scope["__builtins__"] = pyguard.SAFE_BUILTINS
+        scope["__builtins__"] = SAFE_BUILTINS
         exec(code, scope, locals_ if locals_ is not None else scope)  # noqa: S102
 
     file2dict = mm.Config.__dict__["_file2dict"]
