@@ -169,3 +169,17 @@ def test_cibench_internet_check_goes_to_opencompass(clean_env: None, tmp_path: P
     with pytest.raises(PromptCompilerError, match="--opencompass-python"):
         loader_rows("CIBenchDataset", {"type": "CIBenchDataset", "path": "data/ci",
                                        "internet_check": True})
+
+
+def test_mmlu_pro_folder_of_another_layout_goes_to_opencompass(
+        clean_env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = CASES / "MMLUProDataset" / "category" / "data"
+    folder = tmp_path / "data" / "mmlu_pro"
+    folder.mkdir(parents=True)
+    for shard in (source / "mmlu_pro").iterdir():
+        (folder / shard.name).write_bytes(shard.read_bytes())
+    (folder / "README.md").write_text("the hub's card\n")  # load_dataset decides this layout
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PromptCompilerError, match="--opencompass-python"):
+        loader_rows("MMLUProDataset", {"type": "MMLUProDataset", "path": "opencompass/mmlu_pro",
+                                       "category": "biology"})

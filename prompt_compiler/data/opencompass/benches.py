@@ -1,8 +1,10 @@
-"""Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks."""
+"""Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks, MMLU-Pro's
+Parquet shards."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ from ...errors import ConfigError, DataError
 from ..rows import Row
 from .arrow import from_list
 from .files import json_document, json_lines
-from .registry import NativeReader, Splits
+from .registry import NativeReader, NotNative, Splits
 
 __all__ = ["READERS"]
 
@@ -138,8 +140,74 @@ def _cibench_online(arguments: Mapping[str, Any]) -> str | None:
             if arguments["internet_check"] else None)
 
 
+_MMLU_PRO_SHARD = re.compile(r"(?P<split>test|validation)-\d{5}-of-\d{5}\.parquet")
+_LETTERS = "ABCDEFGHIJKLMNOP"
+"""The option letters MMLU-Pro's loader knows (a 17th option is an error there)."""
+_COT_PREFIX = "A: Let's think step by step."
+
+
+def _mmlu_pro_shards(root: str, arguments: Mapping[str, Any]) -> list[str]:
+    """The Parquet shards of the folder as OpenCompass's data holds them
+    (``test-00000-of-00001.parquet``, ``validation-...``), in name order; any other
+    layout is ``load_dataset``'s to read."""
+    folder = Path(root)
+    if not folder.is_dir():
+        raise NotNative(f"{root} is not a folder of Parquet shards")
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir())
+    other = [n for n in names if not _MMLU_PRO_SHARD.fullmatch(n)]
+    if other or not names:
+        raise NotNative(f"{root} holds {other[0] if other else 'no file'}, not only "
+                        "test/validation Parquet shards; load_dataset decides such a layout")
+    return names
+
+
+def _mmlu_pro_question(row: Row) -> Row:
+    """One question as MMLU-Pro's loader maps it: ``answer_string`` (the answer's listed
+    line, or ``""``), ``options_str`` (the options but ``N/A`` as lettered lines) and
+    ``cot_content`` without its leading prompt."""
+    listed = ""
+    row["answer_string"] = ""
+    for index, option in enumerate(row["options"]):
+        if option == "N/A":
+            continue
+        line = f"{_LETTERS[index]}. {option}\n"
+        listed += line
+        if row["answer"] == _LETTERS[index]:
+            row["answer_string"] = line
+    row["options_str"] = listed.strip()
+    row["cot_content"] = row["cot_content"].removeprefix(_COT_PREFIX).strip()
+    return row
+
+
+def _mmlu_pro(files: list[Path], path: str, category: str) -> Splits:
+    """``MMLUProDataset``: the questions of ``category`` in each split (``test``,
+    ``validation``), mapped by :func:`_mmlu_pro_question`."""
+    from ..parquet import ParquetRows
+
+    shards: dict[str, list[Path]] = {}
+    for file in files:
+        match = _MMLU_PRO_SHARD.fullmatch(file.name)
+        assert match is not None  # _mmlu_pro_shards listed only these
+        shards.setdefault(match["split"], []).append(file)
+    found: dict[str, list[Row]] = {}
+    for split in ("validation", "test"):
+        if split not in shards:
+            continue
+        rows: list[Row] = []
+        for n, row in enumerate(ParquetRows(shards[split])):
+            try:
+                if row["category"] == category:
+                    rows.append(_mmlu_pro_question(dict(row)))
+            except (KeyError, TypeError, IndexError, AttributeError) as exc:
+                raise DataError(f"{shards[split][0]}: row {n}: not an MMLU-Pro question "
+                                f"({type(exc).__name__}: {exc})") from None
+        found[split] = rows
+    return found
+
+
 READERS = (
     NativeReader("BigCodeBenchDataset", _bigcodebench, _bigcodebench_file, local_mode=None),
     NativeReader("CIBenchDataset", _cibench, _notebooks, data_path=False,
                  refuse=_cibench_online),
+    NativeReader("MMLUProDataset", _mmlu_pro, _mmlu_pro_shards),
 )

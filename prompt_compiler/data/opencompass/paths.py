@@ -42,6 +42,7 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/math": "./data/math/",
     "opencompass/mbpp": "./data/mbpp/mbpp.jsonl",
     "opencompass/mmlu": "./data/mmlu/",
+    "opencompass/mmlu_pro": "./data/mmlu_pro",
     "opencompass/natural_question": "./data/nq/",
     "opencompass/nq_open": "./data/nq-open/",
     "opencompass/race": "./data/race/",
