@@ -166,3 +166,27 @@ def test_a_yaml_models_file_names_itself(tree: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr == ("compile-prompts: error: m.yaml: model 'my', at models[0]."
                            "max_out_len: 'max_out_len' must be an integer or None, got str\n")
+
+
+def test_check_prints_each_dataset_warning_once(tree: Path) -> None:
+    beta = tree / "configs" / "datasets" / "sub" / "beta.py"
+    beta.write_text(DEEP_DATASET.replace("input_columns=['q']", "input_columns=['question']")
+                    .replace("'Q: {q}'", "'Q: {question} {nope}'"))
+    (tree / "configs" / "models" / "m1.py").write_text(
+        MODEL_FILE.replace("MAX_OUT", "16").replace("max_seq_lne", "max_seq_len"))
+    (tree / "e.yaml").write_text(
+        "datasets:\n  - abbr: e\n    reader_cfg: {input_columns: [q], output_column: a}\n"
+        "    infer_cfg:\n      prompt_template: {type: PromptTemplate, template: 'Q: {q}'}\n"
+        "      retriever: {type: ZeroRetriever}\n      inferencer: {type: GenInferencer}\n"
+        "    splits: {train: [], test: []}\n"
+        "models:\n  - {abbr: me, meta_template: chatml}\n")
+    for jobs in ("1", "2"):
+        proc = cli("configs/eval_x.py", "e.yaml", "--check", "--jobs", jobs, cwd=tree)
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(proc.stderr.splitlines()) == [
+            "compile-prompts: warning: configs/datasets/sub/beta.py (imported by "
+            "configs/eval_x.py): dataset 'beta', at beta_datasets[0].infer_cfg.prompt_template."
+            "template: placeholder {nope} names no column, so it stays in the prompt verbatim",
+            "compile-prompts: warning: e.yaml: dataset 'e', at datasets[0].reader_cfg."
+            "test_split: the test split has no rows, so nothing is compiled for this dataset",
+        ]

@@ -303,13 +303,14 @@ def _run(args: argparse.Namespace) -> int:
         manifest = S.compile_to_dir(loaded, out, settings, progress=progress,
                                     arguments=_arguments(args))
         if args.check:
-            from ..inspection.lint import lint_suite
+            from ..inspection.lint import COMPILE_WARNS, lint_suite
 
             with quiet_warnings():
                 findings = lint_suite(loaded, data_dir=settings.data_dir, mode=mode,
                                       only=settings.only, models=settings.models,
                                       opencompass_python=settings.opencompass_python,
                                       no_rows=settings.no_rows)
+            findings = [f for f in findings if f.code not in COMPILE_WARNS]  # (warned once)
             progress.done()
             level = "error" if args.strict else "warning"  # --strict: every warning fails
             for finding in findings:

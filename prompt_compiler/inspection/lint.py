@@ -60,11 +60,15 @@ from ..model.special_tokens import model_special_tokens
 from ..model.system_role import has_system, merge_cause, system_handling
 from ..template.placeholders import unknown_placeholders
 
-__all__ = ["CODES", "Finding", "lint_suite"]
+__all__ = ["CODES", "COMPILE_WARNS", "Finding", "lint_suite"]
 
 CODES = ("unknown-placeholder", "special-token-in-data", "template-syntax-in-data",
          "empty-prompt", "empty-test-split", "shot-leak", "system-dropped",
          "default-system", "unused-template-kwarg", "double-bos", "missing-bos", "eos-in-prompt")
+
+COMPILE_WARNS = frozenset({"unknown-placeholder", "empty-test-split"})
+"""Codes whose finding the compile itself warns about (``pairs.dataset_warnings``):
+``--check`` compiles, then lints, and prints each of these once, as the compile's warning."""
 
 _NO_MODEL = {"abbr": "(no model)", "renderer": "lm", "meta_template": None}
 
