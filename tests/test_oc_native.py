@@ -183,3 +183,17 @@ def test_mmlu_pro_folder_of_another_layout_goes_to_opencompass(
     with pytest.raises(PromptCompilerError, match="--opencompass-python"):
         loader_rows("MMLUProDataset", {"type": "MMLUProDataset", "path": "opencompass/mmlu_pro",
                                        "category": "biology"})
+
+
+@pytest.mark.parametrize("text", [
+    "Question,Answer\nQ1,1\nQ2,2.5\n",  # a number column: pandas' float parsing
+    "Question,Answer\r\nQ1,a\r\n",  # pandas keeps a quoted field's \r\n; refused throughout
+    "Question,Question\nQ1,a\n",  # pandas renames a repeated column
+    "Question,Answer\nQ1,a,extra\n",  # pandas makes the first field the index
+])
+def test_theoremqa_csv_pandas_would_type_goes_to_opencompass(
+        clean_env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    (tmp_path / "t.csv").write_bytes(text.encode())
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PromptCompilerError, match="--opencompass-python"):
+        loader_rows("TheoremQADataset", {"type": "TheoremQADataset", "path": "t.csv"})

@@ -1,5 +1,5 @@
 """Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks, MMLU-Pro's
-Parquet shards."""
+Parquet shards, TheoremQA's CSV file."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from ...errors import ConfigError, DataError
 from ..rows import Row
 from .arrow import from_list
-from .files import json_document, json_lines
+from .files import csv_records, json_document, json_lines
 from .registry import NativeReader, NotNative, Splits
 
 __all__ = ["READERS"]
@@ -205,9 +205,59 @@ def _mmlu_pro(files: list[Path], path: str, category: str) -> Splits:
     return found
 
 
+_PANDAS_NA = frozenset({
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+"""The fields pandas' ``read_csv`` reads as missing (its default ``na_values``)."""
+_MAYBE_NOT_TEXT = re.compile(
+    r"\s*[-+]?(\d+\.?\d*(e[-+]?\d+)?|\.\d+(e[-+]?\d+)?|inf(inity)?|nan)\s*|true|false",
+    re.IGNORECASE)
+"""A field pandas might read as a number or a boolean (a wide net: such a column is not read
+natively, its type is pandas' to decide)."""
+_PANDAS_CHUNK = 10_000
+"""Rows ``load_dataset("csv")`` gives pandas to type at a time."""
+
+
+def _theoremqa(files: list[Path], path: str) -> Splits:
+    """``TheoremQADataset``: ``load_dataset("csv")`` of the file as one ``test`` split, read
+    natively when pandas would type every column as text: each column has a field that is
+    neither missing (``""``, ``NA``, ... read as None) nor number-like; any other file goes
+    to OpenCompass's own loader."""
+    (file,) = files
+    with open(file, "rb") as fh:
+        head = fh.read(3)
+        carriage = head == b"\xef\xbb\xbf" or b"\r" in head + fh.read()
+    if carriage:
+        raise NotNative(f"{file}: a carriage return or a byte-order mark (pandas' reading)")
+    header: list[str] | None = None
+    records: list[list[str]] = []
+    for line, fields in csv_records(file):
+        if not fields:
+            continue  # a blank line: pandas skips it
+        if header is None:
+            if len(set(fields)) != len(fields) or not all(fields):
+                raise NotNative(f"{file}: an empty or repeated column name (pandas renames it)")
+            header = fields
+        elif len(fields) != len(header) or not "".join(fields).strip():
+            raise NotNative(f"{file}: line {line}: {len(fields)} fields under "
+                            f"{len(header)} names (pandas' reading)")
+        else:
+            records.append(fields)
+    if header is None or len(records) > _PANDAS_CHUNK:
+        raise NotNative(f"{file}: no header, or more rows than pandas types at once")
+    for index, name in enumerate(header):
+        present = [r[index] for r in records if r[index] not in _PANDAS_NA]
+        if present and all(_MAYBE_NOT_TEXT.fullmatch(v) for v in present):
+            raise NotNative(f"{file}: column {name!r} may be numbers or booleans to pandas")
+    rows = [{name: None if value in _PANDAS_NA else value
+             for name, value in zip(header, record, strict=True)} for record in records]
+    return {"test": rows}
+
+
 READERS = (
     NativeReader("BigCodeBenchDataset", _bigcodebench, _bigcodebench_file, local_mode=None),
     NativeReader("CIBenchDataset", _cibench, _notebooks, data_path=False,
                  refuse=_cibench_online),
     NativeReader("MMLUProDataset", _mmlu_pro, _mmlu_pro_shards),
+    NativeReader("TheoremQADataset", _theoremqa, local_mode=True),
 )
