@@ -197,3 +197,14 @@ def test_theoremqa_csv_pandas_would_type_goes_to_opencompass(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PromptCompilerError, match="--opencompass-python"):
         loader_rows("TheoremQADataset", {"type": "TheoremQADataset", "path": "t.csv"})
+
+
+def test_alignment_bench_with_a_judge_config_goes_to_opencompass(
+        clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(CASES / "AlignmentBenchDataset" / "no_judge_config")
+    with pytest.raises(PromptCompilerError, match="--opencompass-python"):
+        loader_rows("AlignmentBenchDataset", {
+            "type": "AlignmentBenchDataset", "path": "data/subjective/alignment_bench",
+            "name": "alignment_bench", "alignment_bench_config_path":
+            "data/subjective/alignment_bench/config", "alignment_bench_config_name":
+            "multi-dimension"})

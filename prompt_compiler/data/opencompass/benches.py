@@ -1,5 +1,5 @@
 """Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks, MMLU-Pro's
-Parquet shards, TheoremQA's CSV file."""
+Parquet shards, TheoremQA's CSV file, AlignmentBench's questions."""
 
 from __future__ import annotations
 
@@ -254,10 +254,48 @@ def _theoremqa(files: list[Path], path: str) -> Splits:
     return {"test": rows}
 
 
+def _alignment_bench(files: list[Path], path: str, name: str,
+                     alignment_bench_config_path: str | None = "",
+                     alignment_bench_config_name: str | None = "",
+                     *args: Any, **kwargs: Any) -> Splits:
+    """``AlignmentBenchDataset`` without a judge's config: each question with its
+    ``capability`` and ``others``, ``judge`` (capability, question and, once the rows are a
+    ``Dataset``, ``others``) and ``ref`` (``others``' ``reference``)."""
+    (file,) = files
+    data = json_document(file)
+    if not isinstance(data, list):
+        raise DataError(f"{file}: expected a list of questions, got {type(data).__name__}")
+    rows: list[Row] = []
+    for n, problem in enumerate(data):
+        try:
+            question, capability = problem["question"], problem["capability"]
+            rows.append({"question": question, "capability": capability,
+                         "others": problem["others"],
+                         "judge": {"capability": capability, "question": question}})
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"{file}: question {n}: an AlignmentBench question needs {exc}"
+                            ) from None
+    for n, row in enumerate(from_list(rows, str(file))):
+        try:
+            row["judge"]["others"] = row["others"]
+            row["ref"] = row["others"]["reference"]
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"{file}: question {n}: 'others' needs {exc}") from None
+        rows[n] = row
+    return from_list(rows, str(file))
+
+
+def _alignment_bench_judged(arguments: Mapping[str, Any]) -> str | None:
+    return ("a judge's config (alignment_bench_config_path) adds OpenCompass's own prompt text"
+            if arguments["alignment_bench_config_path"] != "" else None)
+
+
 READERS = (
     NativeReader("BigCodeBenchDataset", _bigcodebench, _bigcodebench_file, local_mode=None),
     NativeReader("CIBenchDataset", _cibench, _notebooks, data_path=False,
                  refuse=_cibench_online),
     NativeReader("MMLUProDataset", _mmlu_pro, _mmlu_pro_shards),
     NativeReader("TheoremQADataset", _theoremqa, local_mode=True),
+    NativeReader("AlignmentBenchDataset", _alignment_bench, ("{name}.json",), local_mode=True,
+                 refuse=_alignment_bench_judged),
 )
