@@ -11,6 +11,7 @@ dataset to OpenCompass's own loader instead.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,17 @@ def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROMPT_COMPILER_OPENCOMPASS_PYTHON", raising=False)
 
 
+def _opencompass_text(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case whose rows hold OpenCompass's own prompt text (``"needs"`` in its case.json)
+    reads it from the package on the import path: put OpenCompass's there, or skip."""
+    spec = json.loads((case / "case.json").read_text(encoding="utf-8"))
+    if spec.get("needs") == "opencompass-package":
+        package = os.environ.get("PC_OPENCOMPASS_PACKAGE")
+        if not package:
+            pytest.skip("needs OpenCompass's package folder (PC_OPENCOMPASS_PACKAGE)")
+        monkeypatch.syspath_prepend(package)
+
+
 def _ours(case: Path) -> dict[str, Any]:
     kwargs = json.loads((case / "case.json").read_text(encoding="utf-8"))["kwargs"]
     loaded = loader_rows(case.parent.name, {"type": case.parent.name, "abbr": "x", **kwargs})
@@ -43,6 +55,7 @@ def _ours(case: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("case", CASE_DIRS, ids=lambda c: f"{c.parent.name}/{c.name}")
 def test_native_reader_matches_opencompass(
         case: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    _opencompass_text(case, monkeypatch)
     monkeypatch.chdir(case)
     text = (case / "recorded.json").read_text(encoding="utf-8")
     expected = json.loads(text)
@@ -62,6 +75,7 @@ def test_native_reader_matches_opencompass(
 @pytest.mark.parametrize("case", CASE_DIRS, ids=lambda c: f"{c.parent.name}/{c.name}")
 def test_loader_files_are_the_files_read(
         case: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    _opencompass_text(case, monkeypatch)
     monkeypatch.chdir(case)
     kwargs = json.loads((case / "case.json").read_text(encoding="utf-8"))["kwargs"]
     files = loader_files(case.parent.name, {"type": case.parent.name, **kwargs})
@@ -208,3 +222,31 @@ def test_alignment_bench_with_a_judge_config_goes_to_opencompass(
             "name": "alignment_bench", "alignment_bench_config_path":
             "data/subjective/alignment_bench/config", "alignment_bench_config_name":
             "multi-dimension"})
+
+
+def test_livemathbench_without_opencompass_text_goes_to_opencompass(
+        clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("opencompass") is not None:
+        pytest.skip("an opencompass package is on the import path")
+    monkeypatch.chdir(CASES / "LiveMathBenchDataset" / "sets")
+    with pytest.raises(PromptCompilerError, match="--opencompass-python"):
+        loader_rows("LiveMathBenchDataset", {
+            "type": "LiveMathBenchDataset", "path": "opencompass/LiveMathBench202412",
+            "dataset_splits": ["CNMO", "AMC"]})
+
+
+def test_an_empty_path_is_the_home_cache(tmp_path: Path) -> None:
+    from prompt_compiler.data.opencompass.paths import resolve
+
+    home = tmp_path / "home"
+    (home / ".cache" / "opencompass").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkey = pytest.MonkeyPatch()
+    monkey.setenv("HOME", str(home))
+    try:  # OpenCompass: os.path.exists("") is False, so the working folder is not it
+        found = resolve("", environ={}, cwd=tmp_path / "work")
+    finally:
+        monkey.undo()
+    assert found.text == f"{home}/.cache/opencompass/"

@@ -64,7 +64,7 @@ def load_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:
 def _root(reader: NativeReader, arguments: Mapping[str, Any], elsewhere: str = "",
           hint: str = "") -> str:
     path = arguments.get(reader.path_key)
-    if not isinstance(path, str) or not path:
+    if not isinstance(path, str):
         raise ConfigError(f"{reader.name}: {reader.path_key!r} must be a dataset id or a path, "
                           f"got {type(path).__name__}")
     if not reader.data_path:

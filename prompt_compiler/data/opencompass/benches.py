@@ -1,11 +1,13 @@
 """Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks, MMLU-Pro's
-Parquet shards, TheoremQA's CSV file, AlignmentBench's questions."""
+Parquet shards, TheoremQA's CSV file, AlignmentBench's questions, LiveMathBench's sets."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from ...errors import ConfigError, DataError
 from ..rows import Row
 from .arrow import from_list
 from .files import csv_records, json_document, json_lines
+from .oc_text import module_strings, package_file, source_tree
 from .registry import NativeReader, NotNative, Splits
 
 __all__ = ["READERS"]
@@ -290,12 +293,61 @@ def _alignment_bench_judged(arguments: Mapping[str, Any]) -> str | None:
             if arguments["alignment_bench_config_path"] != "" else None)
 
 
+def _livemath_sets(root: str, arguments: Mapping[str, Any]) -> list[str]:
+    return [f"{arguments['version']}/{split}_{language}.jsonl" for split, language in
+            product(arguments["dataset_splits"], arguments["dataset_languages"])]
+
+
+def _livemath_prompts() -> tuple[dict[str, str], tuple[str, str]]:
+    """LiveMathBench's prompts (``PROMPT_EN``, ``PROMPT_CN``) and the phrases its loader
+    removes from them without ``cot`` (Chinese, English), read from OpenCompass's source."""
+    strings = module_strings(package_file("datasets", "livemathbench", "prompts.py"))
+    loader = source_tree(package_file("datasets", "livemathbench", "livemathbench.py"))
+    phrases = [node.args[0].value for node in ast.walk(loader)
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr == "replace" and ast.unparse(node.func.value) == "prompt"
+               and len(node.args) == 2 and isinstance(node.args[0], ast.Constant)
+               and isinstance(node.args[0].value, str)]
+    if len(phrases) != 2 or not {"PROMPT_EN", "PROMPT_CN"} <= set(strings):
+        raise NotNative("OpenCompass's LiveMathBench source is not shaped as this project "
+                        "reads it")
+    return strings, (phrases[0], phrases[1])
+
+
+def _livemathbench(files: list[Path], path: str,
+                   dataset_splits: Sequence[str] = ("CNMO", "CCEE", "AMC", "WLPMC"),
+                   dataset_languages: Sequence[str] = ("cn", "en"), cot: bool = True,
+                   version: str = "202412") -> Splits:
+    """``LiveMathBenchDataset``: the questions of every set and language, each with its
+    ``subdivision``, ``idx`` (its place in its file, as text) and ``prompt`` (OpenCompass's
+    prompt of the language holding the question; without ``cot``, less its step-by-step
+    phrase)."""
+    strings, (chinese, english) = _livemath_prompts()
+    rows: list[Row] = []
+    sets = product(dataset_splits, dataset_languages)
+    for file, (split, language) in zip(files, sets, strict=True):
+        prompt = strings["PROMPT_EN"] if language == "en" else strings["PROMPT_CN"]
+        if not cot:
+            prompt = prompt.replace(chinese if language == "cn" else english, "")
+        for index, example in enumerate(json_lines(file)):
+            try:
+                example.update({"subdivision": f"livemathbench_{version}_{split}_{language}",
+                                "idx": str(index),
+                                "prompt": prompt.format(question=example["question"])})
+            except (KeyError, IndexError, ValueError) as exc:
+                raise DataError(f"{file}: line {index + 1}: not a LiveMathBench question "
+                                f"({type(exc).__name__}: {exc})") from None
+            rows.append(example)
+    return from_list(rows, path)
+
+
 READERS = (
     NativeReader("BigCodeBenchDataset", _bigcodebench, _bigcodebench_file, local_mode=None),
     NativeReader("CIBenchDataset", _cibench, _notebooks, data_path=False,
                  refuse=_cibench_online),
     NativeReader("MMLUProDataset", _mmlu_pro, _mmlu_pro_shards),
     NativeReader("TheoremQADataset", _theoremqa, local_mode=True),
+    NativeReader("LiveMathBenchDataset", _livemathbench, _livemath_sets),
     NativeReader("AlignmentBenchDataset", _alignment_bench, ("{name}.json",), local_mode=True,
                  refuse=_alignment_bench_judged),
 )

@@ -38,6 +38,8 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/cmmlu": "./data/cmmlu/",
     "opencompass/commonsense_qa": "./data/commonsenseqa",
     "opencompass/gsm8k": "./data/gsm8k/",
+    "opencompass/LiveMathBench202412": "./data/LiveMathBench/",
+    "opencompass/LiveMathBench": "./data/LiveMathBench/",
     "opencompass/humaneval": "./data/humaneval/human-eval-v2-20210705.jsonl",
     "opencompass/math": "./data/math/",
     "opencompass/mbpp": "./data/mbpp/mbpp.jsonl",
@@ -98,7 +100,7 @@ def resolve(dataset_id: str, *, local_mode: bool = False,
         local = os.path.join(cache, LOCAL_PATHS.get(dataset_id, dataset_id))
     base = Path.cwd() if cwd is None else cwd
     first = base / local
-    if first.exists():
+    if local and first.exists():  # an empty path: os.path.exists("") is False
         return DataPath(first, os.path.join(base, local), (str(first),))
     second_text = os.path.join(os.path.expanduser(DEFAULT_CACHE), local)
     second = Path(second_text)
