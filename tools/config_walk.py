@@ -8,7 +8,8 @@ does (``load_configs``, models' errors deferred), once to import and warm what a
 then again under ``sys.setprofile``, recording which file of ``prompt_compiler/config/`` (and
 its sub-folders) runs after every call and return: the current file is the innermost frame
 that lies in the config stage. A *stop* is a change of that file; a *return* is a stop at a
-file the walk already left. ``--show`` prints the walk itself, one stop a line.
+file the walk already left. ``--show`` prints the walk itself; ``--folders`` counts a
+sub-folder of the stage (``python/``, the Python config loader) as one place.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def walk(config: str) -> list[str]:
+def walk(config: str, folders: bool = False) -> list[str]:
     """The files of the config stage, one per stop, while ``config`` loads."""
     import prompt_compiler.config as config_stage
     from prompt_compiler.config import load_configs
@@ -40,6 +41,8 @@ def walk(config: str) -> list[str]:
                 found = known[name] = (path.relative_to(stage).as_posix()
                                        if path is not None and path.is_relative_to(stage)
                                        else None)
+                if found is not None and folders and "/" in found:
+                    found = known[name] = found.split("/")[0] + "/"
             if found is not None:
                 return found
             frame = frame.f_back
@@ -78,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", default=[str(REPO / "configs" / "eval_demo.py")])
     parser.add_argument("--show", action="store_true", help="print every stop")
+    parser.add_argument("--folders", action="store_true",
+                        help="count a sub-folder of the config stage as one place")
     args = parser.parse_args(argv)
     for config in args.configs:
-        stops = walk(config)
+        stops = walk(config, args.folders)
         print(f"{config}: {len(stops)} stops across {len(set(stops))} files, "
               f"{returns(stops)} returns to a file already left")
         if args.show:

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, LimitError, PromptCompilerError
+from ..errors import ConfigError, LimitError
 from ..values import describe_load_error
 from ..yamlload import load_yaml
 from .chatml import CHATML_KEY, chatml_entries
-from .normalize import check_values, collect_entries, normalize_dataset, normalize_model
+from .normalize import check_values, normalize_dataset, normalize_entries, normalize_model
 from .oc_configs import configs_folder, package_root
-from .origins import BaseRecorder, Origin, relocate
+from .origins import BaseRecorder, Origin
 from .python import ENVIRONMENT_KEY, load_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
@@ -166,14 +166,10 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
     if suffix == ".json" and _JOB_KEYS <= top.keys():
         return _compile_job(file, display, top)
 
-    datasets = tuple(_dataset(entry, display, key, origins)
-                     for key, entry in collect_entries(top, "datasets", display))
-    if suffix == ".py" and top.get(CHATML_KEY) is not None:  # appended, as run.py does
-        datasets += tuple(normalize_dataset(entry, display, f"{CHATML_KEY}[{i}]")
-                          for i, entry in enumerate(chatml_entries(top, display, root)))
-    models = tuple(_model(entry, display, key, defer, origins)
-                   for key, entry in collect_entries(top, "models", display))
-    combinations = _combinations(top, display, defer, origins)
+    chatml = ((lambda: chatml_entries(top, display, root))  # appended, as run.py does
+              if suffix == ".py" and top.get(CHATML_KEY) is not None else None)
+    datasets, models, combinations = normalize_entries(top, display, defer=defer,
+                                                       origins=origins, chatml=chatml)
     if not datasets and not models and not combinations:
         if not named:
             return None
@@ -204,9 +200,6 @@ def _environment(read: dict[str, str | None] | None) -> tuple[tuple[str, str | N
                  for name, value in sorted((read or {}).items()))
 
 
-COMBINATIONS = "model_dataset_combinations"
-
-
 def _rooted(datasets: tuple[DatasetConfig, ...], root: Path) -> tuple[DatasetConfig, ...]:
     return tuple(dataclasses.replace(d, opencompass_root=root) for d in datasets)
 
@@ -217,73 +210,6 @@ def _distinct(items: Any) -> tuple[Any, ...]:
         if item not in out:
             out.append(item)
     return tuple(out)
-
-
-def _combinations(top: dict[str, Any], display: str, defer: bool, origins: dict[str, Origin]
-                  ) -> tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...]:
-    """OpenCompass's ``model_dataset_combinations = [dict(models=[...], datasets=[...]), ...]``:
-    its partitioners pair each entry's models with that entry's datasets, and only those."""
-    value = top.get(COMBINATIONS)
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ConfigError(f"expected a list of dict(models=[...], datasets=[...]), got "
-                          f"{type(value).__name__}", config_path=display, key_path=COMBINATIONS)
-    out = []
-    for i, comb in enumerate(value):
-        where = f"{COMBINATIONS}[{i}]"
-        if not isinstance(comb, dict) or not isinstance(comb.get("models"), list) or \
-                not isinstance(comb.get("datasets"), list):
-            raise ConfigError("expected dict(models=[...], datasets=[...]) (OpenCompass reads "
-                              "both lists)", config_path=display, key_path=where)
-        datasets = tuple(_dataset(entry, display, f"{where}.datasets[{j}]", origins)
-                         for j, entry in enumerate(comb["datasets"]))
-        models = tuple(_model(entry, display, f"{where}.models[{j}]", defer, origins)
-                       for j, entry in enumerate(comb["models"]))
-        out.append((datasets, models))
-    return tuple(out)
-
-
-def _origin(entry: Any, origins: dict[str, Origin]) -> Origin | None:
-    """Where a base config defines the entry (by its abbr), if one does."""
-    abbr = entry.get("abbr") if isinstance(entry, dict) else None
-    return origins.get(abbr) if isinstance(abbr, str) else None
-
-
-def _dataset(entry: Any, display: str, key: str, origins: dict[str, Origin]) -> DatasetConfig:
-    """A dataset entry, its errors and notes named where it is defined."""
-    origin = _origin(entry, origins)
-    try:
-        dataset = normalize_dataset(entry, display, key)
-    except PromptCompilerError as err:
-        relocate(err, origin, display, key)
-        raise
-    if origin is None:
-        return dataset
-    return dataclasses.replace(dataset, origin=origin, notes=tuple(
-        relocate(note, origin, display, key) for note in dataset.notes))
-
-
-def _model(entry: Any, display: str, key: str, defer: bool,
-           origins: dict[str, Origin] | None = None) -> ModelConfig:
-    """A model entry, its errors and notes named where it is defined; an invalid one with a
-    usable abbr is kept with its error, raised only if the model is paired (``--models``
-    may leave it out)."""
-    origin = _origin(entry, origins or {})
-    try:
-        model = normalize_model(entry, display, key, origin)
-        if origin is None:
-            return model
-        return dataclasses.replace(model, origin=origin, notes=tuple(
-            relocate(note, origin, display, key) for note in model.notes))
-    except PromptCompilerError as err:
-        relocate(err, origin, display, key)
-        if not defer:
-            raise
-        abbr = entry.get("abbr", entry.get("name")) if isinstance(entry, dict) else None
-        if not isinstance(abbr, str) or not abbr:  # (abbr='' too): named by where it is, so
-            abbr = f"<{display}:{key}>"  # --model can replace it and --models leave it out
-        return ModelConfig(abbr, display, key, {"name": abbr}, error=err, origin=origin)
 
 
 def _compile_job(file: Path, display: str, job: dict[str, Any]) -> SuiteConfig:

@@ -8,9 +8,10 @@ and the key path of the offending value.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,14 @@ from ..errors import ConfigError, PromptCompilerError
 from ..model.classes import check_renderer, find_class, resolve_renderer
 from ..template.prompt_template import require_template
 from ..values import find_problem, join_path
+from .chatml import CHATML_KEY
 from .known_keys import (
     check_required_spelling,
     close_key,
     dataset_key_notes,
     model_key_notes,
 )
-from .origins import Origin
+from .origins import Origin, relocate
 from .records import CUSTOM_KEY, DERIVED_ABBR_KEY, DatasetConfig, ModelConfig, TypeRef, Unsupported
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "derive_abbr",
     "is_custom_dataset",
     "normalize_dataset",
+    "normalize_entries",
     "normalize_model",
 ]
 
@@ -161,6 +164,95 @@ def normalize_dataset(
         spec = {"abbr": abbr, DERIVED_ABBR_KEY: True, **spec}
     return DatasetConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
                          notes=dataset_key_notes(entry, config_path, key_path, abbr))
+
+
+def normalize_entries(
+    top: Mapping[str, Any], display: str, *, defer: bool, origins: dict[str, Origin],
+    chatml: Callable[[], list[Any]] | None = None,
+) -> tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...],
+           tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...]]:
+    """A config's datasets, models and ``model_dataset_combinations``, each entry's errors
+    and notes named where it is defined (``origins``: by abbr, the base configs that define
+    entries); ``chatml`` gives the dataset dicts of its ``chatml_datasets``, appended to the
+    datasets. ``defer``: see :func:`_model`."""
+    datasets = tuple(_dataset(entry, display, key, origins)
+                     for key, entry in collect_entries(top, "datasets", display))
+    if chatml is not None:
+        datasets += tuple(normalize_dataset(entry, display, f"{CHATML_KEY}[{i}]")
+                          for i, entry in enumerate(chatml()))
+    models = tuple(_model(entry, display, key, defer, origins)
+                   for key, entry in collect_entries(top, "models", display))
+    return datasets, models, _combinations(top, display, defer, origins)
+
+
+COMBINATIONS = "model_dataset_combinations"
+
+
+def _combinations(top: Mapping[str, Any], display: str, defer: bool, origins: dict[str, Origin]
+                  ) -> tuple[tuple[tuple[DatasetConfig, ...], tuple[ModelConfig, ...]], ...]:
+    """OpenCompass's ``model_dataset_combinations = [dict(models=[...], datasets=[...]), ...]``:
+    its partitioners pair each entry's models with that entry's datasets, and only those."""
+    value = top.get(COMBINATIONS)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError(f"expected a list of dict(models=[...], datasets=[...]), got "
+                          f"{type(value).__name__}", config_path=display, key_path=COMBINATIONS)
+    out = []
+    for i, comb in enumerate(value):
+        where = f"{COMBINATIONS}[{i}]"
+        if not isinstance(comb, dict) or not isinstance(comb.get("models"), list) or \
+                not isinstance(comb.get("datasets"), list):
+            raise ConfigError("expected dict(models=[...], datasets=[...]) (OpenCompass reads "
+                              "both lists)", config_path=display, key_path=where)
+        datasets = tuple(_dataset(entry, display, f"{where}.datasets[{j}]", origins)
+                         for j, entry in enumerate(comb["datasets"]))
+        models = tuple(_model(entry, display, f"{where}.models[{j}]", defer, origins)
+                       for j, entry in enumerate(comb["models"]))
+        out.append((datasets, models))
+    return tuple(out)
+
+
+def _origin(entry: Any, origins: dict[str, Origin]) -> Origin | None:
+    """Where a base config defines the entry (by its abbr), if one does."""
+    abbr = entry.get("abbr") if isinstance(entry, dict) else None
+    return origins.get(abbr) if isinstance(abbr, str) else None
+
+
+def _dataset(entry: Any, display: str, key: str, origins: dict[str, Origin]) -> DatasetConfig:
+    """A dataset entry, its errors and notes named where it is defined."""
+    origin = _origin(entry, origins)
+    try:
+        dataset = normalize_dataset(entry, display, key)
+    except PromptCompilerError as err:
+        relocate(err, origin, display, key)
+        raise
+    if origin is None:
+        return dataset
+    return dataclasses.replace(dataset, origin=origin, notes=tuple(
+        relocate(note, origin, display, key) for note in dataset.notes))
+
+
+def _model(entry: Any, display: str, key: str, defer: bool,
+           origins: dict[str, Origin] | None = None) -> ModelConfig:
+    """A model entry, its errors and notes named where it is defined; an invalid one with a
+    usable abbr is kept with its error, raised only if the model is paired (``--models``
+    may leave it out)."""
+    origin = _origin(entry, origins or {})
+    try:
+        model = normalize_model(entry, display, key, origin)
+        if origin is None:
+            return model
+        return dataclasses.replace(model, origin=origin, notes=tuple(
+            relocate(note, origin, display, key) for note in model.notes))
+    except PromptCompilerError as err:
+        relocate(err, origin, display, key)
+        if not defer:
+            raise
+        abbr = entry.get("abbr", entry.get("name")) if isinstance(entry, dict) else None
+        if not isinstance(abbr, str) or not abbr:  # (abbr='' too): named by where it is, so
+            abbr = f"<{display}:{key}>"  # --model can replace it and --models leave it out
+        return ModelConfig(abbr, display, key, {"name": abbr}, error=err, origin=origin)
 
 
 def derive_abbr(entry: Mapping[str, Any]) -> str:

@@ -10,7 +10,13 @@
 
 from __future__ import annotations
 
-from .load import ENVIRONMENT_KEY, find_package_root, load_python_config, load_variables, to_plain
+from .load import (
+    ENVIRONMENT_KEY,
+    find_package_root,
+    load_python_config,
+    load_variables,
+    to_plain,
+)
 
-__all__ = ["ENVIRONMENT_KEY", "find_package_root", "load_python_config", "load_variables",
-           "to_plain"]
+__all__ = ["ENVIRONMENT_KEY", "find_package_root", "load_python_config",
+           "load_variables", "to_plain"]

@@ -68,7 +68,8 @@ def load_python_config(
     path: Path, display: str, package_root: Path | None = None,
     recorder: BaseRecorder | None = None,
 ) -> dict[str, Any]:
-    """Execute a Python config and return its top-level variables as plain data.
+    """Execute a Python config and return its top-level variables as plain data, with the
+    environment variables it read under :data:`ENVIRONMENT_KEY` (when it read any).
 
     Args:
         path: The config file.
@@ -79,16 +80,11 @@ def load_python_config(
     Raises:
         ConfigError: The file cannot be read, does not parse, or raises while executing.
     """
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
-    tree = parse(source, display)
     root = package_root if package_root is not None else find_package_root(path)
     environment: dict[str, str | None] = {}
     with opencompass_shim(root):
-        variables, imported = load_variables(path, display, root, tree,
-                                              environment=environment, recorder=recorder)
+        variables, imported = load_variables(path, display, root, environment=environment,
+                                              recorder=recorder)
         top = _settings(variables, imported)
     if environment:
         top[ENVIRONMENT_KEY] = environment
@@ -108,17 +104,18 @@ def load_variables(
     receives the environment variables the config read (name -> value or ``None``),
     ``recorder`` the variables of each base config loaded.
     """
-    if tree is None:
-        try:
-            source = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
-        tree = parse(source, display)
-    check(tree, display)
     with Guard(display) as guard:
         guard.roots = _roots(path, root)
         if environment is not None:
             guard.environment = environment
+        if tree is None:
+            try:
+                source = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"cannot read the config: {exc}",
+                                  config_path=display) from exc
+            tree = parse(source, display)
+        check(tree, display)
         if loader != "mmengine":
             try:
                 loaded = mmengine_mode.load(str(path.resolve()), tree, recorder)

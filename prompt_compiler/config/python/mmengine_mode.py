@@ -273,7 +273,6 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
         raise NeedsMmengine("base configs nested too deep")
     check(tree, filename)
     body, bases = _splice_read_base(tree)
-    namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
     loaded: dict[str, Any] = {}
     imported: set[str] = set()
     for base in bases:
@@ -285,6 +284,7 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
         loaded[base] = _to_config_dict(base_vars)
         if recorder is not None:
             recorder.base(path, loaded[base])
+    namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
     statements: list[ast.stmt] = []
     gathered: dict[str, tuple[int, list[str]]] = {}
     for node in body:
