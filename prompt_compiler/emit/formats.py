@@ -527,12 +527,20 @@ def engine_chat_args(pair: Any) -> dict[str, Any]:
     """What an engine needs beside a pair's messages lines to render the turns as compiled:
     the model's ``chat_template_kwargs`` (older name ``template_kwargs``; e.g. Qwen3's
     ``enable_thinking: false``), passed by ``LLM.chat`` and vLLM's chat completions endpoint
-    to the chat template. Empty when it has none (a record rendered to text or token ids
-    needs nothing: its line carries ``prompt`` or ``prompt_token_ids``)."""
+    to the chat template, and for a chat-template model its pinned ``date`` as
+    ``date_string`` (what Llama 3.x templates print instead of the engine's clock; vLLM
+    drops a variable the template does not read). Empty when there is none (a record
+    rendered to text or token ids needs nothing: its line carries ``prompt`` or
+    ``prompt_token_ids``)."""
+    from ..model.chat_controls import date_string
+
     spec = pair.model.spec if pair is not None else {}
     kwargs = spec.get("chat_template_kwargs") or spec.get("template_kwargs")
-    return {"chat_template_kwargs": dict(kwargs)} if isinstance(kwargs, Mapping) and kwargs \
-        else {}
+    out = dict(kwargs) if isinstance(kwargs, Mapping) else {}
+    pinned = date_string(spec.get("date")) if spec.get("parser") == "hf_chat" else None
+    if pinned is not None:
+        out = {"date_string": pinned, **out}  # the config's own date_string wins
+    return {"chat_template_kwargs": out} if out else {}
 
 
 def _max_out_len(pair: Any) -> int | None:

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import ConfigError
 
 __all__ = ["DATE_TODAY", "DEFAULT_DATE", "check_dicts", "check_prefix", "kwargs_sha256",
-           "parse_date", "prints_date", "template_variables", "tokenizer_special_tokens",
+           "date_string", "parse_date", "prints_date", "template_variables", "tokenizer_special_tokens",
            "unread_kwargs"]
 
 DEFAULT_DATE = "2024-07-26"
@@ -65,6 +65,19 @@ def parse_date(value: Any, *, where: str, model: str | None = None
     raise ConfigError(
         f"date must be 'today' or an ISO date like '2025-01-31' (or '2025-01-31T09:30'), "
         f"got {value!r}", key_path=where, model=model)
+
+
+def date_string(value: Any) -> str | None:
+    """The pinned date of a model's ``date`` key (``None``: the default) as Llama 3.x chat
+    templates read it from the ``date_string`` variable (``"26 Jul 2024"``), which they print
+    instead of ``strftime_now``'s; ``None`` for ``today`` (the engine's clock)."""
+    _, now = parse_date(value, where="date")
+    if now is None:
+        return None
+    return f"{now.day:02d} {_MONTHS[now.month - 1]} {now.year}"  # strftime's %b reads the locale
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def check_prefix(value: Any, *, where: str, model: str | None = None) -> str | None:
