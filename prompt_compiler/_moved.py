@@ -51,6 +51,13 @@ MOVED = {
     "config.pyconfig": "config.python.load",
     "config.python_loader": "config.python.mmengine_mode",
     "config.mm_values": "config.python.mm_values",
+    # root modules grouped into folders (issue 27)
+    "interrupts": "safety.interrupts",
+    "limits": "safety.limits",
+    "safe_format": "safety.format_guard",
+    "sandbox": "safety.jinja_sandbox",
+    "values": "safety.values",
+    "yamlload": "safety.yaml_loader",
 }
 """Old module (under ``prompt_compiler.``) -> where it lives now."""
 
@@ -130,6 +137,7 @@ def forward(package: str) -> Callable[[str], Any]:
 
 
 def install() -> None:
-    """Put the finder on ``sys.meta_path`` (once)."""
+    """Put the finder first on ``sys.meta_path`` (once): an old path is always the stand-in,
+    even where another finder (an editable install of an older checkout) still has its file."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+        sys.meta_path.insert(0, _Finder())

@@ -32,9 +32,9 @@ from .plan.core import job_labels
 from .plan.records import plan_records
 from .policy import Policy
 from .retrieve.basic import Retriever, default_retrievers
+from .safety.values import find_problem, join_path
 from .template.prompt_template import PromptTemplate, require_template
 from .template.raw_template import RawPromptTemplate
-from .values import find_problem, join_path
 
 __all__ = ["CompiledDataset", "Compiler", "IgnoredSettingWarning", "JobRun"]
 
@@ -541,7 +541,8 @@ def _located(records: Iterator[Record], job: Job) -> Iterator[Record]:
 
 
 def _check_plain(dataset: Any, model: Any, options: Any) -> None:
-    """The library's door: dicts of plain values within :mod:`~prompt_compiler.values`' limits.
+    """The library's door: dicts of plain values within the limits of
+    :mod:`~prompt_compiler.safety.values`.
 
     Rows are checked one by one so that an error names its row (and split).
     """

@@ -24,7 +24,7 @@ handler would expect, so ``except KeyError`` around a lookup keeps working::
     ├── UnsupportedError (ValueError)         a valid combination the target system rejects
     │   ├── ScoringNotImplementedError        the model class cannot score (NotImplementedError)
     │   └── ScoringMethodMissingError         the model class lacks the method (AttributeError)
-    ├── LimitError (ValueError)               an input over a size limit (prompt_compiler.limits)
+    ├── LimitError (ValueError)               an input over a size limit (safety.limits)
     ├── WorkerError (RuntimeError)            a --jobs worker died while compiling a pair
     └── OutputError (OSError)                 the output folder cannot be locked, written, replaced
 
@@ -221,7 +221,7 @@ class UnsupportedError(PromptCompilerError, ValueError):
 
 
 class LimitError(PromptCompilerError, ValueError):
-    """An input is over one of the size limits of :mod:`prompt_compiler.limits` (a YAML alias
+    """An input is over one of the size limits of :mod:`prompt_compiler.safety.limits` (a YAML alias
     bomb, a huge JSONL line, too many columns, a template building a huge value, ...).
 
     The message names the limit and the environment variable that raises it.

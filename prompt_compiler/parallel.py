@@ -131,7 +131,7 @@ def compile_parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, di
     each pair's manifest entry into ``outputs``."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .interrupts import deferred
+    from .safety.interrupts import deferred
     from .workers import Watch, init_worker, labelled, result, stop_workers
 
     jobs = settings.jobs
@@ -274,7 +274,7 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
     entries (no record byte passes through it)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .interrupts import deferred
+    from .safety.interrupts import deferred
     from .workers import Watch, init_worker, labelled, result, stop_workers
 
     jobs = settings.jobs

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
-from . import limits
 from .errors import DataError, LimitError, RenderError
+from .safety import limits
 
 __all__ = ["Ice", "Item", "Marker", "PromptList", "Rendered", "RoleItem", "canonical_prompt",
            "check_growth", "item_from_obj", "json_default", "prompt_sha256", "replace_in",

@@ -1,7 +1,8 @@
 """Configs are data: no template a config names can run code, read Python internals or crash.
 
 Every user-supplied Jinja2 template (dataset templates with ``engine: jinja2``, AdalFlow-style
-prompts, Hugging Face chat templates) renders in :class:`prompt_compiler.sandbox.PromptSandbox`.
+prompts, Hugging Face chat templates) renders in
+:class:`prompt_compiler.safety.jinja_sandbox.PromptSandbox`.
 The escapes below are the well-known ones for Jinja2 (SSTI payloads); each must give one clean
 project error (or harmless text), and the file the payload would create must not appear.
 """

@@ -235,6 +235,7 @@ def test_prompt_styles_are_exported() -> None:
     ("from prompt_compiler.config.python_loader import load", "config.python.mmengine_mode"),
     ("from prompt_compiler.config.pyguard import Guard", "config.python.check and "
      "prompt_compiler.config.python.stand_ins and prompt_compiler.config.python.budget"),
+    ("from prompt_compiler.sandbox import PromptSandbox", "safety.jinja_sandbox"),
 ])
 def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str) -> None:
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"

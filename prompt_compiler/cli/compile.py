@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import limits
 from ..emit.outdir import OutputDir
 from ..errors import PromptCompilerError, PromptCompilerWarning
+from ..safety import limits
 from ..storage import object_uri
 from . import SUMMARIES, json_text, location, one_line
 from .signals import Stopped, reported, stopping

@@ -8,7 +8,7 @@ a pool's teardown or the interpreter's shutdown can follow. A run that has somet
 clean up (the compile command: its staging folder) takes the signals over meanwhile
 (:func:`stopping`): the first one raises :class:`Stopped` in the main thread, which
 unwinds the run, and later ones are ignored until the run has reported the stop; inside
-a :func:`prompt_compiler.interrupts.deferred` stretch (queue, lock and pool operations)
+a :func:`prompt_compiler.safety.interrupts.deferred` stretch (queue, lock and pool operations)
 it waits for the stretch's end.
 """
 
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from types import FrameType
 
-from ..interrupts import defer
+from ..safety.interrupts import defer
 
 __all__ = ["Stopped", "finished", "install", "reported", "stopped", "stopping"]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..safe_format import FormatRefused, safe_format
+from ..safety.format_guard import FormatRefused, safe_format
 
 __all__ = ["circular_rows", "complete_custom_dataset"]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, LimitError
-from ..values import describe_load_error
-from ..yamlload import load_yaml
+from ..safety.values import describe_load_error
+from ..safety.yaml_loader import load_yaml
 from .chatml import CHATML_KEY, chatml_entries
 from .normalize import check_values, normalize_dataset, normalize_entries, normalize_model
 from .oc_configs import configs_folder, package_root

@@ -17,8 +17,8 @@ from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError
 from ..model.classes import check_renderer, find_class, resolve_renderer
+from ..safety.values import find_problem, join_path
 from ..template.prompt_template import require_template
-from ..values import find_problem, join_path
 from .chatml import CHATML_KEY
 from .known_keys import (
     check_required_spelling,
@@ -571,7 +571,7 @@ def _check_model(spec: dict[str, Any], key_path: str, where: dict[str, Any]) -> 
 
 
 def check_values(value: Any, config_path: str, key_path: str) -> None:
-    """Refuse values no prompt can hold (see :mod:`prompt_compiler.values`), naming where.
+    """Refuse values no prompt can hold (see :mod:`prompt_compiler.safety.values`), naming where.
 
     Raises:
         ConfigError: a huge integer, nesting over ``MAX_DEPTH`` levels, or a lone surrogate.

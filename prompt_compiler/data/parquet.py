@@ -22,10 +22,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import limits
 from .._version import install_hint
 from ..errors import DataError, LimitError
-from ..values import check_row
+from ..safety import limits
+from ..safety.values import check_row
 from .rows import LazyRows, Row
 
 __all__ = ["ConcatRows", "ParquetRows", "parquet_splits", "require_pyarrow"]

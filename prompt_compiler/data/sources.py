@@ -37,11 +37,11 @@ from typing import Any
 
 import orjson
 
-from .. import limits
 from .._version import install_hint
 from ..config.records import DatasetConfig
 from ..errors import DataError, LimitError, PromptCompilerError
-from ..values import check_row, describe_load_error
+from ..safety import limits
+from ..safety.values import check_row, describe_load_error
 from .rows import LazyRows, LoadedRows, Row
 
 __all__ = [

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import limits
 from ..errors import DataError
+from ..safety import limits
 from .sources import JSONL_OPENER, JsonlRows, _open_regular
 
 __all__ = ["RANGE_BYTES", "JsonlWindow", "LineRanges", "byte_ranges", "count_range",

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import OutputError
-from ..interrupts import deferred
+from ..safety.interrupts import deferred
 
 __all__ = ["BlockFile", "os_error", "os_errors", "write_blocks"]
 

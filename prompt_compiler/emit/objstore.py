@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
-from ..interrupts import deferred
+from ..safety.interrupts import deferred
 from ..storage import create_if_absent, filesystem, join, split
 from .manifest import is_ours, listed_files, manifest_bytes
 from .names import MANIFEST

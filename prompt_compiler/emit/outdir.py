@@ -51,7 +51,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..errors import OutputError, PromptCompilerWarning
-from ..interrupts import deferred
+from ..safety.interrupts import deferred
 from .blockfile import BlockFile, write_blocks
 from .blockfile import os_error as _error
 from .blockfile import os_errors as _os

@@ -39,11 +39,11 @@ from typing import Any
 
 import orjson
 
-from .. import limits
 from ..assemble.base import SPANS_UNKNOWN, Record
 from ..errors import DataError, LimitError
 from ..promptlist import canonical_prompt, json_default, prompt_sha256
-from ..values import is_finite_json
+from ..safety import limits
+from ..safety.values import is_finite_json
 
 SCORED = frozenset({"ppl", "clp", "ll"})
 """Record modes scored on the prompt's tokens: with ids they carry ``mask_length``."""

@@ -111,7 +111,7 @@ def template_variables(template: Any) -> frozenset[str]:
     """Every variable a chat template (any of its named templates) reads from outside."""
     import jinja2.meta
 
-    from ..sandbox import PromptSandbox
+    from ..safety.jinja_sandbox import PromptSandbox
 
     # A new sandbox with the template's tags: the template's own environment has globals
     # (strftime_now, raise_exception, ...) that would count as declared. A sandbox, not a

@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError, LimitError, MetaTemplateError, RegistryError
-from ..yamlload import load_yaml
+from ..safety.yaml_loader import load_yaml
 from .classes import RENDERERS, Renderer
 
 if TYPE_CHECKING:

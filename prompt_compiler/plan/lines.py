@@ -28,9 +28,9 @@ from typing import Any
 
 import orjson
 
-from .. import limits
 from ..assemble.base import Job
 from ..emit.records import record_bytes, record_json
+from ..safety import limits
 from .core import GENERIC, RowPlanner, job_labels, plannable
 from .probe import Plan
 

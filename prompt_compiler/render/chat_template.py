@@ -46,7 +46,7 @@ from ..errors import (
     TemplateSyntaxError,
     UnsupportedError,
 )
-from ..sandbox import PromptSandbox, json_indent_check
+from ..safety.jinja_sandbox import PromptSandbox, json_indent_check
 from .chat_inputs import continue_fields, plain, prepare_messages, template_globals
 from .chat_template_files import (
     SPECIAL_TOKEN_NAMES,

@@ -25,8 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from .. import limits
 from ..errors import LimitError
+from ..safety import limits
 
 __all__ = ["VALUE_TAGGER", "Pattern", "RowValues", "fill_sequential", "fill_single_pass",
            "fill_text"]

@@ -2,9 +2,9 @@
 
 Dataset templates with ``engine: jinja2`` and AdalFlow-style prompts
 (:class:`~prompt_compiler.template.jinja_prompt.JinjaPrompt`) both render here. The environment
-is the project's sandbox (:mod:`prompt_compiler.sandbox`: templates come from configs, which are
-data) with ``StrictUndefined``, ``trim_blocks``, ``lstrip_blocks`` and ``keep_trailing_newline``,
-without autoescaping. A template text is parsed
+is the project's sandbox (:mod:`prompt_compiler.safety.jinja_sandbox`: templates come from
+configs, which are data) with ``StrictUndefined``, ``trim_blocks``, ``lstrip_blocks`` and
+``keep_trailing_newline``, without autoescaping. A template text is parsed
 and compiled once (cached); values are inserted verbatim and never rendered again, so ``{{``
 inside data stays ``{{``.
 
@@ -27,7 +27,7 @@ from jinja2 import meta
 from jinja2.exceptions import UndefinedError
 
 from ..errors import MissingFieldError, PromptCompilerError, TemplateError, TemplateSyntaxError
-from ..sandbox import PromptSandbox, SecurityError
+from ..safety.jinja_sandbox import PromptSandbox, SecurityError
 
 __all__ = ["RENDER_PREFIX", "CompiledJinja", "compile_jinja", "compile_template",
            "jinja_environment", "render_strict"]
@@ -81,8 +81,8 @@ def jinja_environment() -> jinja2.Environment:
     """The shared Jinja2 environment of all prompts (created on first use).
 
     Templates come from configs and datasets, which are data, so the environment is the
-    project's sandbox (:class:`~prompt_compiler.sandbox.PromptSandbox`): an escape such as
-    ``cycler.__init__.__globals__`` raises ``SecurityError`` (reported as a
+    project's sandbox (:class:`~prompt_compiler.safety.jinja_sandbox.PromptSandbox`): an escape
+    such as ``cycler.__init__.__globals__`` raises ``SecurityError`` (reported as a
     :class:`~prompt_compiler.errors.TemplateError`).
 
     Returns:

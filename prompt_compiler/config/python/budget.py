@@ -22,8 +22,8 @@ import types
 import typing
 from typing import Any
 
-from ... import limits
 from ...errors import LimitError, PromptCompilerError
+from ...safety import limits
 
 __all__ = ["MAX_INT_DIGITS", "Guard", "Stop", "guarded_lshift", "guarded_mul", "guarded_pow",
            "config_line", "refuse", "tick"]

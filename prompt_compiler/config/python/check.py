@@ -33,8 +33,8 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-from ... import limits
 from ...errors import ConfigError, LimitError
+from ...safety import limits
 from .budget import Guard
 
 __all__ = ["ALLOWED_DUNDERS", "FORBIDDEN_ATTRS", "PLAIN_BUILTINS", "REPLACED_BUILTINS",

@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ... import limits
 from ...errors import ConfigError, LimitError, PromptCompilerError
-from ...values import MAX_DEPTH
+from ...safety import limits
+from ...safety.values import MAX_DEPTH
 from ..oc_configs import ENV_VAR
 from ..opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
 from ..origins import BaseRecorder

@@ -10,7 +10,7 @@ and ``locals()`` hide the ``__`` names, ``range``, ``map``, ``filter`` and frien
 Python (so each item is counted), ``set`` keeps insertion order (the same on every run).
 Attribute reads go through :func:`_attr`, which refuses private and frame names at run time
 and turns ``str.format``/``format_map`` into the names-only formatter of
-:mod:`prompt_compiler.safe_format`.
+:mod:`prompt_compiler.safety.format_guard`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableSet
 from typing import Any
 
 from ...errors import ConfigError, LimitError
-from ...safe_format import FormatRefused, safe_format
+from ...safety.format_guard import FormatRefused, safe_format
 from .budget import (
     Guard,
     config_line,

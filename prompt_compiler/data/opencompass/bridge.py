@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import limits
 from ...errors import DataError, LimitError
+from ...safety import limits
 from ..parquet import ParquetRows, require_pyarrow
 from ..rows import LoadedRows, Row
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ... import limits
 from ...errors import LimitError
-from ...values import check_row, int_problem
+from ...safety import limits
+from ...safety.values import check_row, int_problem
 from ..rows import LazyRows, Row
 
 __all__ = ["CheckedRows"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DataError
-from ...values import describe_load_error
+from ...safety.values import describe_load_error
 from ..rows import Row
 
 __all__ = ["csv_fields", "csv_records", "json_document", "json_lines"]

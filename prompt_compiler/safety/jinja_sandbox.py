@@ -7,8 +7,8 @@ attributes, no mutation of lists or dicts), tightened so that the output is a pu
 function of the inputs and its size is bounded:
 
 * sizes: no text a template builds (one value, a captured block, or the whole output) may exceed
-  :attr:`~prompt_compiler.limits.Limits.prompt_chars` characters, and no list it builds more than
-  a sixteenth of that in items. The operations that can amplify are checked *before* they
+  :attr:`~prompt_compiler.safety.limits.Limits.prompt_chars` characters, and no list it builds
+  more than a sixteenth of that in items. The operations that can amplify are checked *before* they
   allocate: ``*``, ``+``, ``~``, ``%`` and ``format`` widths, ``str.format`` widths, ``center``,
   ``ljust``, ``rjust``, ``zfill``, ``replace``, ``expandtabs``, ``join``, ``indent``,
   ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=...)``; output is counted as it is
@@ -51,7 +51,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import _PassArg
 
 from . import limits
-from .safe_format import FormatRefused, NamesOnlyFormatter
+from .format_guard import FormatRefused, NamesOnlyFormatter
 from .values import int_problem
 
 __all__ = ["MAX_POWER_BITS", "MAX_REPEAT", "PromptSandbox", "SecurityError", "json_indent_check"]

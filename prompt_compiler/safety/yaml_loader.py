@@ -4,7 +4,7 @@ PyYAML builds an aliased node once and shares it, so loading an alias bomb is qu
 explosion comes later, when the config is walked, copied or printed. This loader composes the
 node graph first, measures what it expands to (each ``*alias`` counted as a full copy of its
 anchor; a scalar counts one node per 64 characters) and refuses a file whose aliases add more
-than :attr:`~prompt_compiler.limits.Limits.yaml_alias_nodes` nodes, or that refers to itself,
+than :attr:`~prompt_compiler.safety.limits.Limits.yaml_alias_nodes` nodes, or that refers to itself,
 before anything is constructed.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import LimitError
 from . import limits
-from .errors import LimitError
 
 __all__ = ["load_yaml"]
 

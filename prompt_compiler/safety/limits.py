@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Final
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["ENV_PREFIX", "Limits", "current", "describe", "env_name", "reload"]
 

@@ -156,7 +156,7 @@ def describe_load_error(exc: BaseException) -> str | None:
 def check_row(row: Any, where: str, key_path: str = "") -> None:
     """Refuse a data row holding a value no prompt can show (huge integer, very deep
     nesting): a :class:`~prompt_compiler.errors.DataError` naming ``where`` and the column."""
-    from .errors import DataError
+    from ..errors import DataError
 
     found = find_problem(row, text=False)
     if found is not None:
