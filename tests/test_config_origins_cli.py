@@ -82,6 +82,8 @@ def tree(tmp_path: Path) -> Path:
     (configs / "datasets" / "collection.py").write_text(COLLECTION)
     (configs / "eval_x.py").write_text(EVAL_READ_BASE)
     (configs / "eval_y.py").write_text(EVAL_BASE_LIST)
+    (configs / "eval_w.py").write_text(  # an import inside a function: mmengine loads it
+        EVAL_READ_BASE + "def sep():\n    import os\n    return os.sep\nSEP = sep()\n")
     for name in ("models/m1", "datasets/sub/beta"):  # classic style: classes by name
         text = (configs / f"{name}.py").read_text()
         (configs / f"{name}_base.py").write_text("\n".join(
@@ -105,8 +107,9 @@ DATASET_ERROR = ("compile-prompts: error: configs/datasets/sub/{beta} (imported 
                  "rows; columns: question, a\n")
 
 
-# read_base() (our loader, two levels deep for the dataset) and _base_ (mmengine's loader)
-EVALS = [("eval_x.py", ""), ("eval_y.py", "_base")]
+# read_base() (our loader, two levels deep for the dataset; mmengine's lazy-import mode for
+# eval_w.py) and _base_ (mmengine's classic mode)
+EVALS = [("eval_x.py", ""), ("eval_w.py", ""), ("eval_y.py", "_base")]
 
 
 @pytest.mark.parametrize(("eval_name", "suffix"), EVALS)
