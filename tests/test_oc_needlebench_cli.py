@@ -1,0 +1,154 @@
+"""NeedleBench's single-needle rows read natively from OpenCompass's data folder, through the CLI.
+
+The config is written as OpenCompass's ``needlebench_single_4k`` writes it (Python, the class
+imported from ``opencompass.datasets.needlebench.origin``, ``tokenizer_model='gpt-4'``) and the
+same in YAML; ``compile-prompts`` runs as a subprocess from another folder with
+``COMPASS_DATA_CACHE``, and from the folder holding ``data/needlebench/``. The haystack is
+shorter than the token budget, so the whole of it is read and the prompts can be written by
+hand: the needle first at depth 0, last at depth 100.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tiktoken")
+
+NEEDLES_PY = """\
+from opencompass.openicl.icl_prompt_template import PromptTemplate
+from opencompass.openicl.icl_retriever import ZeroRetriever
+from opencompass.openicl.icl_inferencer import GenInferencer
+from opencompass.datasets.needlebench.origin import NeedleBenchOriginDataset
+from opencompass.datasets.needlebench.origin import NeedleBenchOriginEvaluator
+
+needlebench_reader_cfg = dict(input_columns=['prompt'], output_column='answer')
+needlebench_infer_cfg = dict(
+    prompt_template=dict(type=PromptTemplate, template='{prompt}'),
+    retriever=dict(type=ZeroRetriever),
+    inferencer=dict(type=GenInferencer))
+needlebench_eval_cfg = dict(evaluator=dict(type=NeedleBenchOriginEvaluator), pred_role='BOT')
+
+datasets = []
+for depth in [0, 100]:
+    datasets.append({
+        'abbr': f'Length1000Depth{depth}_origin_en_4k',
+        'type': NeedleBenchOriginDataset,
+        'path': 'opencompass/needlebench',
+        'length': 1000,
+        'depth': depth,
+        'tokenizer_model': 'gpt-4',
+        'file_list': ['PaulGrahamEssays.jsonl'],
+        'num_repeats_per_file': 1,
+        'length_buffer': 600,
+        'guide': depth == 0,
+        'language': 'English',
+        'needle_file_name': 'needles.jsonl',
+        'reader_cfg': needlebench_reader_cfg,
+        'infer_cfg': needlebench_infer_cfg,
+        'eval_cfg': needlebench_eval_cfg,
+    })
+"""
+
+NEEDLES_YAML = """\
+datasets:
+  - abbr: Length1000Depth100_origin_en_4k
+    type: NeedleBenchOriginDataset
+    path: opencompass/needlebench
+    length: 1000
+    depth: 100
+    tokenizer_model: gpt-4
+    file_list: [PaulGrahamEssays.jsonl]
+    num_repeats_per_file: 1
+    length_buffer: 600
+    guide: false
+    language: English
+    needle_file_name: needles.jsonl
+    reader_cfg: {input_columns: [prompt], output_column: answer}
+    infer_cfg:
+      prompt_template: {type: PromptTemplate, template: "{prompt}"}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: GenInferencer}
+"""
+
+DATA = {
+    "data/needlebench/needles.jsonl":
+        '{"needle": "The ferry to Oskenby leaves every 47 minutes.", "retrieval_question": '
+        '"How often does the ferry to Oskenby leave? Please answer in the format \'It leaves '
+        'every ______ minutes.\'", "arg2": "47", "language": "English"}\n',
+    "data/needlebench/PaulGrahamEssays.jsonl": '{"text": "Cities send messages."}\n',
+}
+
+OPENING = ("You are an intelligent AI assistant skilled in answering user questions.\n"
+           "Please keep your answers concise and clear. Do not talk about irrelevant topics or "
+           "repeat your answers.\nThe document given to you by the user is ")
+NEEDLE = "\nThe ferry to Oskenby leaves every 47 minutes.\n"
+EXPECTED = {  # abbr -> (prompt, gold), written by hand
+    "Length1000Depth0_origin_en_4k": (
+        OPENING + NEEDLE + "Cities send messages.\n\nNow, the question is: How often does the "
+        "ferry to Oskenby leave? Before answering, please consider what in the document is most "
+        "relevant to this question. Please answer in the format 'It leaves every ______ "
+        "minutes.'", NEEDLE + "*47"),
+    "Length1000Depth100_origin_en_4k": (  # a base model's question: no format quote, no end
+        OPENING + "Cities send messages." + NEEDLE + "\n\nNow, the question is: How often does "
+        "the ferry to Oskenby leave? Before answering, please consider what in the document is "
+        "most relevant to this question. It leaves every ______", NEEDLE + "*47"),
+}
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Path:
+    for name, text in DATA.items():
+        file = tmp_path / "work" / name
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "needlebench_single.py").write_text(NEEDLES_PY)
+    (tmp_path / "configs" / "needlebench_single.yaml").write_text(NEEDLES_YAML)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "home").mkdir()
+    return tmp_path
+
+
+def run(*args: object, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k not in ("COMPASS_DATA_CACHE",
+                                                              "DATASET_SOURCE")}
+    full.update(env)
+    return subprocess.run([sys.executable, "-m", "prompt_compiler", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, env=full, timeout=300)
+
+
+@pytest.mark.parametrize("config, elsewhere", [("needlebench_single.py", True),
+                                               ("needlebench_single.yaml", False)])
+def test_needlebench_origin_rows_through_the_cli(layout: Path, config: str,
+                                                 elsewhere: bool) -> None:
+    cwd = layout / ("elsewhere" if elsewhere else "work")
+    env = {"COMPASS_DATA_CACHE": str(layout / "work")} if elsewhere else {}
+    done = run(layout / "configs" / config, "--model", "echo", "-o", cwd / "out", cwd=cwd,
+               HOME=str(layout / "home"), **env)
+    assert done.returncode == 0, done.stderr
+    got = {}
+    for file in sorted((cwd / "out" / "echo").glob("*.jsonl")):
+        (record,) = map(json.loads, file.read_text(encoding="utf-8").splitlines())
+        got[file.stem] = (record["prompt"], record["gold"])
+    assert got == {k: v for k, v in EXPECTED.items() if config.endswith(".py") or "Depth100" in k}
+    manifest = json.loads((cwd / "out" / "manifest.json").read_text())
+    inputs = {Path(i["path"]).name: i["sha256"] for i in manifest["inputs"]}
+    for name, text in DATA.items():
+        assert inputs[Path(name).name] == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_unknown_tokenizer_model_is_one_line(layout: Path) -> None:
+    config = layout / "configs" / "needlebench_single.yaml"
+    config.write_text(NEEDLES_YAML.replace("tokenizer_model: gpt-4", "tokenizer_model: gpt-44"))
+    done = run(config, "--model", "echo", "-o", layout / "work" / "out", cwd=layout / "work",
+               HOME=str(layout / "home"))
+    assert done.returncode != 0
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "'gpt-44'" in done.stderr and "tokenizer_model" in done.stderr
