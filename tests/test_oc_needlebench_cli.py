@@ -5,7 +5,8 @@ imported from ``opencompass.datasets.needlebench.origin``, ``tokenizer_model='gp
 same in YAML; ``compile-prompts`` runs as a subprocess from another folder with
 ``COMPASS_DATA_CACHE``, and from the folder holding ``data/needlebench/``. The haystack is
 shorter than the token budget, so the whole of it is read and the prompts can be written by
-hand: the needle first at depth 0, last at depth 100.
+hand: the needle first at depth 0, last at depth 100. The prompt is OpenCompass's text, read
+from the source of the ``opencompass`` package on the import path (``PC_OPENCOMPASS_PACKAGE``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("tiktoken")
+PACKAGE = os.environ.get("PC_OPENCOMPASS_PACKAGE")
+if not PACKAGE:  # the prompt is OpenCompass's text, read from its package's source
+    pytest.skip("needs OpenCompass's package folder (PC_OPENCOMPASS_PACKAGE)",
+                allow_module_level=True)
 
 NEEDLES_PY = """\
 from opencompass.openicl.icl_prompt_template import PromptTemplate
@@ -120,6 +125,7 @@ def run(*args: object, cwd: Path, **env: str) -> subprocess.CompletedProcess[str
     full = {k: v for k, v in os.environ.items() if k not in ("COMPASS_DATA_CACHE",
                                                               "DATASET_SOURCE")}
     full.update(env)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), PACKAGE) if p)
     return subprocess.run([sys.executable, "-m", "prompt_compiler", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env=full, timeout=300)
 
@@ -142,6 +148,18 @@ def test_needlebench_origin_rows_through_the_cli(layout: Path, config: str,
     inputs = {Path(i["path"]).name: i["sha256"] for i in manifest["inputs"]}
     for name, text in DATA.items():
         assert inputs[Path(name).name] == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_without_opencompass_package_it_names_the_flag(layout: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "prompt_compiler", layout / "configs" / "needlebench_single.yaml",
+         "--model", "echo", "-o", layout / "work" / "out"], capture_output=True, text=True,
+        cwd=layout / "work", timeout=300,
+        env={**{k: v for k, v in os.environ.items() if k != "PROMPT_COMPILER_OPENCOMPASS_PYTHON"},
+             "HOME": str(layout / "home")})
+    assert done.returncode != 0
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "--opencompass-python" in done.stderr and "NeedleBenchOriginDataset" in done.stderr
 
 
 def test_unknown_tokenizer_model_is_one_line(layout: Path) -> None:
