@@ -174,7 +174,8 @@ def test_parquet_shards_are_read_by_pyarrow(suite: Path, whole: Path) -> None:
     for k in range(3):
         got += pq.read_table(suite / f"pq/lm/gen/part-{k:05d}.parquet").to_pylist()
     assert [r["prompt"] for r in got] == [r["prompt"] for r in ref]
-    assert got[4321]["prompt"] == "Q: train pear\nA: pear\nQ: train apple\nA: apple\nQ: 4321 + 2\nA:"
+    assert got[4321]["prompt"] == (
+        "Q: train pear\nA: pear\nQ: train apple\nA: apple\nQ: 4321 + 2\nA:")
 
 
 def test_yaml_config_from_another_folder_and_the_library_read_back(suite: Path, whole: Path,

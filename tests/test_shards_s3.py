@@ -70,7 +70,8 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         [weed, "server", "-s3", f"-s3.port={port}", f"-s3.config={root / 's3.json'}",
          f"-dir={root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
          f"-master.port={ports[0]}", f"-volume.port={ports[1]}", f"-filer.port={ports[2]}",
-         "-volume.max=50", "-s3.port.iceberg=0", "-s3.port.lance=0"], stdout=log, stderr=subprocess.STDOUT)
+         "-volume.max=50", "-s3.port.iceberg=0", "-s3.port.lance=0"],
+        stdout=log, stderr=subprocess.STDOUT)
     env = {**KEYS, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
     try:
         deadline = time.monotonic() + 60
@@ -209,6 +210,16 @@ def test_rows_from_s3_by_data_dir_and_path(big: Path, s3: dict[str, str],
         got = b"".join((tmp_path / out / f"lm/gen/part-0000{k}.jsonl").read_bytes()
                        for k in range(3))
         assert got == ref
+    # lint reads the same rows from the store (and says which folder lacks them)
+    done = _cli("lint", "gen.yaml", "--data-dir", "s3://pcs3/data", cwd=tmp_path, env=s3,
+                extra=cache)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "0 findings\n", "")
+    done = _cli("lint", "gen.yaml", "--data-dir", "s3://pcs3/nodata", cwd=tmp_path, env=s3,
+                extra=cache)
+    assert (done.returncode, done.stderr) == (1, (
+        "compile-prompts: error: gen.yaml: dataset 'gen', at datasets[0]: no rows found; "
+        "tried: s3://pcs3/nodata/gen/<split>.jsonl, s3://pcs3/nodata/gen.jsonl, "
+        "s3://pcs3/nodata/gen/<split>.parquet, s3://pcs3/nodata/gen.parquet\n"))
     # an output prefix that holds its own input is refused
     done = _cli("gen.yaml", "--data-dir", "s3://pcs3/data", "-o", "s3://pcs3/data/out",
                 "--shard-rows", "5000", cwd=tmp_path, env=s3, extra=cache)
@@ -271,3 +282,61 @@ def test_a_foreign_prefix_and_a_missing_shard_size_are_refused(big: Path,
     assert done.stderr.strip() == (
         "compile-prompts: error: -o s3://pcs3/x: an output on object storage is sharded; give "
         "--shard-rows N (records per shard) (hint: e.g. --shard-rows 100000)")
+
+
+def test_diff_and_view_read_an_s3_output(big: Path, s3: dict[str, str]) -> None:
+    args = ("suite.py", "--only", "gen-fixk", "--shard-rows", "5000")
+    _ok(_cli(*args, "-o", "s3://pcs3/seen", cwd=big, env=s3))
+    _ok(_cli(*args, "-o", "s3://pcs3/seen-too", "--engine", "ray", "--jobs", "2", cwd=big,
+             env=s3))
+    _ok(_cli("suite.py", "--only", "gen-fixk", "-o", "whole", cwd=big, env=s3))
+    for a, b in (("whole", "s3://pcs3/seen"), ("s3://pcs3/seen", "s3://pcs3/seen-too")):
+        done = _cli("diff", a, b, cwd=big, env=s3)
+        _ok(done)
+        assert done.stdout == (
+            "gen-fixk x lm: 12000 same, 0 changed, 0 only in A, 0 only in B\n\n"
+            "identical: 12000 prompts in 1 dataset x model pair\n")
+    # a shard changed on the store (record 5000 is the first of part-00001) is read back
+    store = _store(s3)
+    with store.open_input_stream("pcs3/seen/manifest.json") as fh:  # type: ignore[attr-defined]
+        root = json.loads(fh.read())["root"]
+    key = f"pcs3/seen/{root}/lm/gen-fixk/part-00001.jsonl"
+    with store.open_input_stream(key) as fh:  # type: ignore[attr-defined]
+        first, rest = fh.read().split(b"\n", 1)
+    rec = json.loads(first)
+    assert rec["prompt"] == ("Q: train pear question\nA: pear\nQ: train apple question\n"
+                             "A: apple\nQ: 5000 plus 2 is 5002, lime?\nA:")
+    rec["prompt"] = rec["prompt"].replace("lime?", "lemon?")
+    with store.open_output_stream(key) as fh:  # type: ignore[attr-defined]
+        fh.write(json.dumps(rec).encode() + b"\n" + rest)
+    done = _cli("diff", "whole", "s3://pcs3/seen", "--context", "0", cwd=big, env=s3)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "gen-fixk x lm: 11999 same, 1 changed, 0 only in A, 0 only in B")
+    assert "-Q: 5000 plus 2 is 5002, lime?" in done.stdout
+    assert "+Q: 5000 plus 2 is 5002, lemon?" in done.stdout
+    # the report of one s3:// output, and two side by side
+    _ok(_cli("view", "s3://pcs3/seen", "-o", "one.html", cwd=big, env=s3))
+    html = (big / "one.html").read_text()
+    assert "<title>Prompts: seen</title>" in html
+    assert "12000 prompts in 1 dataset x model pair (default mode)." in html
+    assert "7 plus 0 is 7, fig?" in html and "199 plus 3 is 202, fig?" in html
+    _ok(_cli("view", "whole", "s3://pcs3/seen", "-o", "two.html", "--only", "prompt", cwd=big,
+             env=s3))
+    html = (big / "two.html").read_text()
+    assert "A: whole (left) · B: s3://pcs3/seen (right) · 1 changed" in html
+    assert "lemon?" in html
+    # a prefix with no output, and an output of engine files, are trouble with one line
+    done = _cli("diff", "whole", "s3://pcs3/nothing-here", cwd=big, env=s3)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "compile-prompts: error: s3://pcs3/nothing-here: not an output of compile-prompts (it "
+        "has no manifest.json of compile-prompts) (hint: give the s3:// prefix compile-prompts "
+        "-o wrote)\n")
+    _ok(_cli(*args, "--format", "vllm", "-o", "s3://pcs3/engine", cwd=big, env=s3))
+    done = _cli("view", "s3://pcs3/engine", cwd=big, env=s3)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "compile-prompts: error: s3://pcs3/engine: this output holds engine files (--format "
+        "vllm), not records (hint: compile again with --format records (the default) to diff "
+        "or view it)\n")

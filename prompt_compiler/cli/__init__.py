@@ -39,7 +39,8 @@ from pathlib import Path
 
 from . import signals
 
-__all__ = ["SUBCOMMANDS", "SUMMARIES", "json_text", "location", "main", "one_line"]
+__all__ = ["SUBCOMMANDS", "SUMMARIES", "exists", "is_file", "json_text", "location", "main",
+           "one_line"]
 
 SUBCOMMANDS: dict[str, str] = {
     "models": "models",
@@ -73,6 +74,21 @@ def location(text: str) -> Path:
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
     return Path(text)
+
+
+def exists(path: Path) -> bool:
+    """A :func:`location` that may be read: an ``s3://`` URI (its reader says what is not
+    there), or a local file or folder that exists."""
+    from ..storage import object_uri
+
+    return object_uri(path) is not None or path.exists()
+
+
+def is_file(path: Path) -> bool:
+    """A :func:`location` naming a local file (an ``s3://`` output is a folder of shards)."""
+    from ..storage import object_uri
+
+    return object_uri(path) is None and path.is_file()
 
 
 def one_line(text: str) -> str:

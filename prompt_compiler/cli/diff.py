@@ -2,7 +2,8 @@
 
     compile-prompts diff A B [--json] [--context N] [--max-items N]
 
-A and B are two output folders or two record files. Exit status, as diff(1)'s: 0 identical,
+A and B are two output folders (or outputs on object storage, ``s3://bucket/prefix``) or
+two record files. Exit status, as diff(1)'s: 0 identical,
 1 they differ, 2 trouble: a usage error, or A or B cannot be compared (not records, e.g. an
 engine-format output; unreadable), so a script never takes trouble for "different".
 """
@@ -11,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..errors import PromptCompilerError
-from . import json_text, one_line
+from . import exists, is_file, json_text, location, one_line
 
 __all__ = ["run"]
 
@@ -29,8 +29,10 @@ def _parser() -> argparse.ArgumentParser:
         "messages). Exit 0: identical, 1: differ, "
         "2: trouble (usage, or A or B holds no readable records).",
     )
-    p.add_argument("a", type=Path, metavar="A", help="output folder or record file")
-    p.add_argument("b", type=Path, metavar="B", help="output folder or record file")
+    p.add_argument("a", type=location, metavar="A",
+                   help="output folder, s3:// output or record file")
+    p.add_argument("b", type=location, metavar="B",
+                   help="output folder, s3:// output or record file")
     p.add_argument(
         "--json",
         action="store_true",
@@ -65,9 +67,9 @@ def run(argv: list[str]) -> int:
     if args.context < 0 or (args.max_items is not None and args.max_items < 0):
         parser.error("--context and --max-items must be >= 0")
     for path in (args.a, args.b):
-        if not path.exists():
+        if not exists(path):
             parser.error(f"{path}: no such file or folder")
-    if args.a.is_file() != args.b.is_file():
+    if is_file(args.a) != is_file(args.b):
         parser.error("give two output folders or two record files, not one of each")
     from ..inspection.diff import diff_outputs, diff_text, to_json
 

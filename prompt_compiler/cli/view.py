@@ -3,7 +3,8 @@
     compile-prompts view OUT [-o FILE] [--max-items N] [--title TEXT]
     compile-prompts view A B [-o FILE] ...     the items that differ, side by side
 
-OUT (A, B) is an output folder or a record file. Exit status: 0 written, 1 user error,
+OUT (A, B) is an output folder, an output on object storage (``s3://bucket/prefix``) or a
+record file. Exit status: 0 written, 1 user error,
 2 usage error.
 """
 
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import PromptCompilerError
+from . import exists, is_file, location
 
 __all__ = ["run"]
 
@@ -25,8 +27,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Write one self-contained HTML page (no server, no network) showing the "
         "compiled prompts of an output folder; with two outputs, what differs side by side.",
     )
-    p.add_argument("out", type=Path, metavar="OUT", help="output folder or record file")
-    p.add_argument("other", type=Path, nargs="?", metavar="B", help="a second output: diff view")
+    p.add_argument("out", type=location, metavar="OUT",
+                   help="output folder, s3:// output or record file")
+    p.add_argument("other", type=location, nargs="?", metavar="B",
+                   help="a second output: diff view")
     p.add_argument(
         "-o",
         "--output",
@@ -55,9 +59,9 @@ def run(argv: list[str]) -> int:
     if args.max_items < 0:
         parser.error("--max-items must be >= 0")
     for path in (args.out, args.other):
-        if path is not None and not path.exists():
+        if path is not None and not exists(path):
             parser.error(f"{path}: no such file or folder")
-    if args.other is not None and args.out.is_file() != args.other.is_file():
+    if args.other is not None and is_file(args.out) != is_file(args.other):
         parser.error("give two output folders or two record files, not one of each")
     from ..inspection.viewer import diff_report, report
 

@@ -42,6 +42,7 @@ from ..config.records import DatasetConfig
 from ..errors import DataError, LimitError, PromptCompilerError
 from ..safety import limits
 from ..safety.values import check_row, describe_load_error
+from ..storage import object_uri
 from .rows import LazyRows, LoadedRows, Row
 
 __all__ = [
@@ -100,9 +101,13 @@ def load_splits(dataset: DatasetConfig, data_dir: Path | None = None,
         named = _missing_named(spec, tried)
         tried.clear()
         if data_dir is not None:
-            found = _from_data_dir(_local_dir(data_dir, dataset.abbr), dataset.abbr, tried)
+            local = _local_dir(data_dir, dataset.abbr)
+            found = _from_data_dir(local, dataset.abbr, tried)
             if found is not None:
                 return found
+            uri = object_uri(data_dir)
+            if uri is not None:  # say where on the store, not where its copy would be
+                tried[:] = [uri + t[len(str(local)):] for t in tried]
         loader = spec.get("type")
         if _is_loader_class(loader):
             from .opencompass import loader_rows

@@ -38,7 +38,8 @@ from .names import MANIFEST
 from .outdir import _hook
 from .shards import ShardFile
 
-__all__ = ["LOCK", "RUNS", "ObjectOutput", "StoreSink", "collect_garbage", "read_manifest"]
+__all__ = ["LOCK", "RUNS", "ObjectOutput", "StoreSink", "collect_garbage", "object_lines",
+           "read_manifest"]
 
 LOCK = ".compile-prompts-lock"
 RUNS = "runs"
@@ -327,23 +328,17 @@ class ObjectOutput:
                 pass
 
 
-def read_shards(uri: str) -> Iterator[tuple[str, Iterator[bytes]]]:
-    """``(name, its lines)`` of every record file the manifest at ``uri`` lists, in name
-    order (a sharded pair's shards in order)."""
-    store = filesystem()
-    manifest = read_manifest(uri, store)
-    if manifest is None:
-        raise OutputError(f"{uri} holds no {MANIFEST} of compile-prompts")
-    root = join(uri, str(manifest.get("root") or ""))
-
-    def lines(name: str) -> Iterator[bytes]:
-        with store.open_input_stream(_path(join(root, name))) as fh:
+def object_lines(uri: str, store: Any = None) -> Iterator[bytes]:
+    """The lines of the object ``uri`` (a shard), streamed; an unreadable object is a
+    :class:`~prompt_compiler.errors.OutputError` naming it."""
+    store = store or filesystem()
+    try:
+        with store.open_input_stream(_path(uri)) as fh:
             rest = b""
             while chunk := fh.read(1 << 22):
                 *whole, rest = (rest + chunk).split(b"\n")
                 yield from whole
             if rest:
                 yield rest
-
-    for name in listed_files(manifest):
-        yield name, lines(name)
+    except OSError as exc:
+        raise OutputError(f"cannot read {uri}: {exc}") from None

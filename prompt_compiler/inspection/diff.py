@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .outputs import item_key, read_records, record_files
+from ..storage import object_uri
+from .outputs import Output, item_key, read_records, record_files
 from .visible import visible
 
 __all__ = ["FIELDS", "ItemDiff", "PairDiff", "diff_outputs", "diff_text", "field_line", "to_json"]
@@ -140,15 +141,17 @@ def _compare(
     )
 
 
-def diff_outputs(a: Path, b: Path, *, only: str | None = None) -> Iterator[PairDiff]:
-    """Compare two output folders (file by file) or two record files, one pair at a time;
-    ``only="prompt"`` compares the prompts alone (else every field of :data:`FIELDS`).
+def diff_outputs(a: Output, b: Output, *, only: str | None = None) -> Iterator[PairDiff]:
+    """Compare two output folders or ``s3://`` outputs (file by file) or two record files, one
+    pair at a time; ``only="prompt"`` compares the prompts alone (else every field of
+    :data:`FIELDS`).
 
     Raises:
         DataError: a record file cannot be read or holds a line that is not a record.
     """
     fields = ("prompt",) if only == "prompt" else FIELDS
-    if a.is_file() or b.is_file():
+    if isinstance(a, Path) and isinstance(b, Path) and object_uri(a) is None and (
+            a.is_file() or b.is_file()):
         yield _compare(list(read_records(a)), list(read_records(b)), a.name, b.name, fields)
         return
     files_a = {f.rel: f for f in record_files(a)}

@@ -19,11 +19,10 @@ import html
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .diff import PairDiff, diff_outputs, field_line
-from .outputs import item_key, record_files
+from .outputs import Output, item_key, output_manifest, record_files, shown
 from .visible import GLYPHS, Segment, segments, visible
 
 __all__ = ["GLYPHS", "Segment", "diff_report", "report", "segments", "visible"]
@@ -193,7 +192,7 @@ class _Pair:
     over_limit: int
 
 
-def _pairs(root: Path, max_items: int) -> list[_Pair]:
+def _pairs(root: Output, max_items: int) -> list[_Pair]:
     """Per record file, streamed: only the first ``max_items`` records are kept (0: all)."""
     out = []
     for f in record_files(root):
@@ -223,9 +222,10 @@ def _index(models: list[str], datasets: list[str], cells: dict[tuple[str, str], 
     return f'<table class="index"><tr>{corner}{head}</tr>{"".join(rows)}</table>'
 
 
-def report(root: Path, *, max_items: int = 200, title: str | None = None) -> str:
-    """The report of one output folder (or record file): an index of datasets x models with
-    record counts, then per pair its first ``max_items`` prompts (0: all)."""
+def report(root: Output, *, max_items: int = 200, title: str | None = None) -> str:
+    """The report of one output folder or ``s3://`` output (or record file): an index of
+    datasets x models with record counts, then per pair its first ``max_items`` prompts
+    (0: all)."""
     pairs = _pairs(root, max_items)
     models = sorted({p.model for p in pairs})
     datasets = sorted({p.dataset for p in pairs})
@@ -274,22 +274,22 @@ def report(root: Path, *, max_items: int = 200, title: str | None = None) -> str
     mode = f" ({manifest['mode']} mode)" if isinstance(manifest.get("mode"), str) else ""
     intro = (
         f'<p class="meta">{sum(p.total for p in pairs)} prompts in {len(pairs)} '
-        f"dataset x model pairs{_esc(mode)}.</p>"
+        f"dataset x model pair{'s' if len(pairs) != 1 else ''}{_esc(mode)}.</p>"
     )
     return _page(
-        title or f"Prompts: {root.name}",
+        title or f"Prompts: {_name(root)}",
         [intro, _index(models, datasets, cells), *body],
         legend=True,
     )
 
 
-def _manifest(root: Path) -> dict[str, Any]:
-    path = root / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except ValueError:
-        data = {}
-    return data if isinstance(data, dict) else {}
+def _name(out: Output) -> str:
+    """The last name of an output's path or URI."""
+    return shown(out).rsplit("/", 1)[-1]
+
+
+def _manifest(root: Output) -> dict[str, Any]:
+    return output_manifest(root) or {}
 
 
 def _side_by_side(a: Any, b: Any) -> str:
@@ -310,7 +310,7 @@ def _side_by_side(a: Any, b: Any) -> str:
     )
 
 
-def diff_report(a: Path, b: Path, *, max_items: int = 200, title: str | None = None,
+def diff_report(a: Output, b: Output, *, max_items: int = 200, title: str | None = None,
                 only: str | None = None) -> str:
     """The items that differ between two outputs, side by side (A left, B right); every
     field of :data:`.diff.FIELDS` is compared (``only="prompt"``: the prompts alone)."""
@@ -343,12 +343,12 @@ def diff_report(a: Path, b: Path, *, max_items: int = 200, title: str | None = N
             )
         body.append("</section>")
     intro = (
-        f'<p class="meta">A: {_esc(str(a))} (left) · B: {_esc(str(b))} (right) · '
+        f'<p class="meta">A: {_esc(shown(a))} (left) · B: {_esc(shown(b))} (right) · '
         f"{sum(p.changed for p in pairs)} changed, {sum(p.only_a for p in pairs)} only in A, "
         f"{sum(p.only_b for p in pairs)} only in B, {sum(p.same for p in pairs)} same</p>"
     )
     return _page(
-        title or f"Prompt diff: {a.name} vs {b.name}",
+        title or f"Prompt diff: {_name(a)} vs {_name(b)}",
         [intro, _index(models, datasets, cells), *body],
         legend=False,
     )
