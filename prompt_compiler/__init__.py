@@ -37,13 +37,13 @@ if TYPE_CHECKING:
     from .inspection.outputs import read_output
     from .model.spec import Model, whitespace_tokens
     from .model.tokenize import register_token_counter
-    from .pairs import CompileSettings
     from .policy import DEFECTS, Policy
     from .prompters import AlpacaPrompter, ChatPrompter, InstructionPrompter, InstructionTemplate
     from .promptlist import Marker, PromptList, RoleItem
     from .render import APITemplateParser, LMTemplateParser, MetaTemplate
     from .render.chat_template import ChatTemplate
-    from .suite import Suite, compile, compile_to_dir, load
+    from .run.settings import CompileSettings
+    from .run.suite import Suite, compile, compile_to_dir, load
     from .template.jinja_prompt import JinjaPrompt
     from .template.prompt_template import PromptTemplate
     from .template.raw_template import RawPromptTemplate
@@ -52,7 +52,7 @@ _LAZY = {
     # every public name is imported when first used: `import prompt_compiler` (and the
     # command's start) stays light, and the command installs its signal handlers first
     "APITemplateParser": "render",
-    "CompileSettings": "pairs",
+    "CompileSettings": "run.settings",
     "CompiledDataset": "compiler",
     "Compiler": "compiler",
     "DEFECTS": "policy",
@@ -67,10 +67,10 @@ _LAZY = {
     "ReaderConfig": "data.reader",
     "Record": "assemble.base",
     "RoleItem": "promptlist",
-    "Suite": "suite",
-    "compile": "suite",
-    "compile_to_dir": "suite",
-    "load": "suite",
+    "Suite": "run.suite",
+    "compile": "run.suite",
+    "compile_to_dir": "run.suite",
+    "load": "run.suite",
     "read_output": "inspection.outputs",
     "register_token_counter": "model.tokenize",
     "whitespace_tokens": "model.spec",

@@ -58,6 +58,12 @@ MOVED = {
     "sandbox": "safety.jinja_sandbox",
     "values": "safety.values",
     "yamlload": "safety.yaml_loader",
+    "engines": "run.engines",
+    "pairs": "run.pairs",
+    "parallel": "run.engines.pool",
+    "ray_engine": "run.engines.ray",
+    "suite": "run.suite",
+    "workers": "run.engines.workers",
 }
 """Old module (under ``prompt_compiler.``) -> where it lives now."""
 

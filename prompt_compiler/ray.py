@@ -36,7 +36,7 @@ from typing import Any
 
 from .emit.formats import sampling_params
 from .errors import ConfigError, DataError, PromptCompilerError, UnsupportedError
-from .ray_engine import Offset, Shots, require_ray
+from .run.engines.ray import Offset, Shots, require_ray
 
 __all__ = ["compile_dataset", "require_ray", "sampling_params"]
 
@@ -51,11 +51,11 @@ RECORD_FIELDS = ("dataset", "model", "mode", "index", "row", "label", "turn", "i
 
 
 def _pair(dataset: Any, model: Any, abbr: str | None, model_abbr: str | None = None) -> Any:
-    """The :class:`~prompt_compiler.suite.Pair` of a dataset (config file or spec dict) and
+    """The :class:`~prompt_compiler.run.suite.Pair` of a dataset (config file or spec dict) and
     a model (template name, config file or spec dict); ``abbr`` and ``model_abbr`` pick one
     of a file's several datasets and models."""
     from .config import DatasetConfig, ModelConfig
-    from .suite import Pair, load, model_from_name
+    from .run.suite import Pair, load, model_from_name
 
     options: dict[str, Any] = {}
     if isinstance(dataset, DatasetConfig):
@@ -99,8 +99,8 @@ def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> d
     from .compiler import Compiler
     from .data.reader import DatasetRows
     from .data.sources import attach_rows
-    from .pairs import locate
     from .plan import plannable
+    from .run.pairs import locate
 
     try:
         dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
@@ -285,7 +285,7 @@ def compile_dataset(ds: Any, *, dataset: Any, model: Any, mode: str = "default",
     ray = require_ray("compile_dataset")
     pair = _pair(dataset, model, abbr, model_abbr)
     if tokenize:
-        from .suite import Suite, tokenized
+        from .run.suite import Suite, tokenized
 
         one = tokenized(Suite((), (pair.dataset,), (pair.model,)))
         pair = replace(pair, model=one.models[0])

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from prompt_compiler import suite
 from prompt_compiler.cli import main, one_line
+from prompt_compiler.run import suite
 
 
 def test_one_line_folds_pyyaml_style_messages() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from prompt_compiler import suite as S
 from prompt_compiler.config import ModelConfig
 from prompt_compiler.inspection.lint import Finding, lint_suite
+from prompt_compiler.run import suite as S
 from tests._cli import run_cli
 
 DATA = Path(__file__).resolve().parent / "data" / "lint"

@@ -236,6 +236,8 @@ def test_prompt_styles_are_exported() -> None:
     ("from prompt_compiler.config.pyguard import Guard", "config.python.check and "
      "prompt_compiler.config.python.stand_ins and prompt_compiler.config.python.budget"),
     ("from prompt_compiler.sandbox import PromptSandbox", "safety.jinja_sandbox"),
+    ("from prompt_compiler.parallel import PoolEngine", "run.engines.pool"),
+    ("from prompt_compiler.suite import load", "run.suite"),
 ])
 def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str) -> None:
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
@@ -255,7 +257,7 @@ def test_a_pair_compiles_alone_as_an_engine_task(tmp_path: Path) -> None:
     """compile_range: the picklable task another engine runs gives the file's bytes."""
     import pickle
 
-    from prompt_compiler.pairs import compile_range, prepare
+    from prompt_compiler.run.pairs import compile_range, prepare
 
     suite = pc.load(REPO / "configs")
     out = tmp_path / "out"

@@ -103,9 +103,9 @@ def test_workers_find_their_own_rows_in_a_large_file(tmp_path: Path, cluster: st
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # 200,000 rows (over 8 MB) after a BOM, with blank lines: the pair is planned with only
     # row 0 read, its byte ranges counted by tasks, each shard task indexing its own rows
-    import prompt_compiler.suite as S
+    import prompt_compiler.run.suite as S
     from prompt_compiler.emit.shards import plan_for
-    from prompt_compiler.ray_engine import _remote_plan
+    from prompt_compiler.run.engines.ray import _remote_plan
 
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
     with (tmp_path / "test.jsonl").open("w", encoding="utf-8") as fh:

@@ -347,7 +347,7 @@ def _dataset_variables(file: Path, package: Path) -> list[str]:
 
 
 def _load(package: Path, file: Path, index: int, variable: str | None) -> Any:
-    from prompt_compiler import suite as S
+    from prompt_compiler.run import suite as S
 
     configs = package / "configs"
     loaded = S.load([write_wrapper(package, file, index, chat=False, variable=variable)],
@@ -401,7 +401,7 @@ def check_file(package: Path, file: Path, index: int, data_root: Path, user_data
     """Wrap, load, give rows, compile (as ``compile-prompts --check``) one dataset config."""
     import warnings
 
-    from prompt_compiler import suite as S
+    from prompt_compiler.run import suite as S
     from prompt_compiler.errors import PromptCompilerError
 
     rel = file.relative_to(package / "configs" / "datasets").as_posix()

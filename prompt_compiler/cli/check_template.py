@@ -51,7 +51,7 @@ def _special_tokens(given: list[str]) -> dict[str, str]:
 
 def _model(name: str) -> object:
     from ..compiler import Compiler
-    from ..suite import model_from_name
+    from ..run.suite import model_from_name
 
     models = model_from_name(name)
     if len(models) != 1:

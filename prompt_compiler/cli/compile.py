@@ -1,4 +1,4 @@
-"""``compile-prompts PATH...``: compile a suite, a thin shell over :mod:`prompt_compiler.suite`.
+"""``compile-prompts PATH...``: compile a suite, a thin shell over :mod:`prompt_compiler.run.suite`.
 
     compile-prompts PATH... [--model NAME_OR_FILE]... [--models ABBR_GLOB]... [--data-dir DIR]
                     [-o OUT] [--mode compat|default] [--only ABBR_GLOB]... [--limit N]
@@ -259,8 +259,9 @@ arrives after that (while the line is printed, or the summary) changes nothing."
 def _run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from .. import suite as S
-    from ..pairs import CompileSettings, pair_records
+    from ..run import suite as S
+    from ..run.pairs import pair_records
+    from ..run.settings import CompileSettings
 
     mode = _MODES[args.mode]
     progress = _Progress(sys.stderr)

@@ -53,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     """Lint a suite."""
     args = _parser().parse_args(argv)
-    from .. import suite as S
     from ..inspection.lint import lint_suite
+    from ..run import suite as S
     from .compile import quiet_warnings
 
     try:

@@ -409,7 +409,7 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
                only: Iterable[str] = (), models: Iterable[str] = (),
                opencompass_python: Path | None = None, no_rows: bool = False,
                ) -> list[Finding]:
-    """Lint every dataset of a loaded :class:`~prompt_compiler.suite.Suite` against its models.
+    """Lint every dataset of a loaded :class:`~prompt_compiler.run.suite.Suite` against its models.
 
     ``opencompass_python``: runs the loader of a class with no native reader
     (``--opencompass-python``). ``no_rows``: stand-in rows where rows would be read

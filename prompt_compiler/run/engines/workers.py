@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .errors import WorkerError
+from ...errors import WorkerError
 
 if TYPE_CHECKING:  # annotations only: --jobs 1 runs never import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -170,7 +170,7 @@ def result(fut: Future[Any], watch: Watch) -> Any:
     from concurrent.futures import wait
     from concurrent.futures.process import BrokenProcessPool
 
-    from .safety.interrupts import deferred
+    from ...safety.interrupts import deferred
 
     while True:
         with deferred():
@@ -193,7 +193,7 @@ def stop_workers(pool: ProcessPoolExecutor, futures: Iterable[Future[Any]] = ())
     failed once its workers are gone, and a cancelled one would make it raise
     ``InvalidStateError`` (a traceback from a thread). Signals wait until this is done.
     """
-    from .safety.interrupts import deferred
+    from ...safety.interrupts import deferred
 
     with deferred():
         procs = list((getattr(pool, "_processes", None) or {}).values())

@@ -2,12 +2,12 @@
 
 Small pairs are one task each. A gen or ppl pair with at least ``2 * SPLIT_ROWS`` test rows
 is cut into up to N row ranges (:func:`row_ranges`, by bytes of its JSON Lines file where it
-streams from one); the parent prepares its job once (:func:`.pairs.prepare`: built and
+streams from one); the parent prepares its job once (:func:`..pairs.prepare`: built and
 retrieved; the forked workers inherit it), compiles the first range itself straight into the
 pair's file and appends the workers' parts in order, so every file is byte-identical to
-``--jobs 1``. Every task is :func:`.pairs.pair_lines` or :func:`.pairs.range_lines` under
-the run's one :class:`~.pairs.CompileSettings`, as another engine runs them
-(:mod:`.ray_engine`).
+``--jobs 1``. Every task is :func:`..pairs.pair_lines` or :func:`..pairs.range_lines` under
+the run's one :class:`~prompt_compiler.run.settings.CompileSettings`, as another engine runs
+them (:mod:`.ray`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .emit.blockfile import write_blocks
-from .emit.names import on_disk
-from .emit.outdir import OutputDir
-from .emit.shards import (
+from ...emit.blockfile import write_blocks
+from ...emit.names import on_disk
+from ...emit.outdir import OutputDir
+from ...emit.shards import (
     Shard,
     ShardPlan,
     ShardSink,
@@ -30,8 +30,9 @@ from .emit.shards import (
     shard_tasks,
     write_shards,
 )
-from .errors import PromptCompilerError
-from .pairs import CompileSettings, Counts, Pair, PreparedJob, pair_lines, prepare, range_lines
+from ...errors import PromptCompilerError
+from ..pairs import Counts, Pair, PreparedJob, pair_lines, prepare, range_lines
+from ..settings import CompileSettings
 
 __all__ = ["PARENT_SHARE", "SPLIT_ROWS", "PoolEngine", "compile_parallel",
            "compile_parallel_shards", "row_ranges", "shard_split"]
@@ -74,7 +75,7 @@ def row_ranges(pair: Pair, settings: CompileSettings, jobs: int
 
     The first range is the parent's; ranges are cut by bytes of the test file where the
     rows stream from one (rows differ in length), else by rows."""
-    from .data.sources import NotPeekable
+    from ...data.sources import NotPeekable
 
     try:
         job, kind, _, prepared = prepare(pair, settings)
@@ -93,8 +94,8 @@ def row_ranges(pair: Pair, settings: CompileSettings, jobs: int
 
 def _byte_bounds(rows: Sequence[Any], cuts: Sequence[float]) -> list[int] | None:
     """Row bounds at those fractions of the rows' bytes in their JSON Lines file, or None."""
-    from .data.reader import RowView
-    from .data.sources import JsonlRows
+    from ...data.reader import RowView
+    from ...data.sources import JsonlRows
 
     if not isinstance(rows, RowView) or not isinstance(rows.source, JsonlRows):
         return None
@@ -131,7 +132,7 @@ def compile_parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, di
     each pair's manifest entry into ``outputs``."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .safety.interrupts import deferred
+    from ...safety.interrupts import deferred
     from .workers import Watch, init_worker, labelled, result, stop_workers
 
     jobs = settings.jobs
@@ -232,8 +233,8 @@ def shard_split(pair: Pair, settings: CompileSettings, plan: ShardPlan, parts: i
                 ) -> tuple[list[tuple[range | None, range | None, int]], PreparedJob | None]:
     """How a pair's shards are shared among ``parts`` tasks: ``(rows, shards, first record)``
     per task (``[(None, None, 0)]``: one task writes them all), and the prepared job."""
-    from .data.sources import NotPeekable
-    from .plan.core import job_labels
+    from ...data.sources import NotPeekable
+    from ...plan.core import job_labels
 
     whole: list[tuple[range | None, range | None, int]] = [(None, None, 0)]
     try:
@@ -274,7 +275,7 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
     entries (no record byte passes through it)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .safety.interrupts import deferred
+    from ...safety.interrupts import deferred
     from .workers import Watch, init_worker, labelled, result, stop_workers
 
     jobs = settings.jobs
@@ -319,13 +320,13 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
 
 class PoolEngine:
     """``--jobs N``: the pairs (and row ranges of a large one) in N processes
-    (:class:`prompt_compiler.engines.Engine`)."""
+    (:class:`prompt_compiler.run.engines.Engine`)."""
 
     def run(self, pairs: Sequence[Pair], writer: OutputDir | None,
             outputs: dict[str, dict[str, Any]], settings: CompileSettings, *,
             shards: Mapping[str, ShardPlan] | None = None, progress: Any = None,
             digests: dict[str, str] | None = None) -> None:
-        """See :meth:`prompt_compiler.engines.Engine.run` (``writer`` is required)."""
+        """See :meth:`prompt_compiler.run.engines.Engine.run` (``writer`` is required)."""
         assert writer is not None, "the process pool writes OUT; a check runs locally"
         if shards is None:
             compile_parallel(list(pairs), writer, outputs, settings, progress)

@@ -1,22 +1,23 @@
 """How a run's pairs are compiled into OUT: one interface, three engines, one table.
 
-An :class:`Engine` compiles every pair of a run under one :class:`~.pairs.CompileSettings`
-into the staging folder of OUT (:class:`~.emit.outdir.OutputDir`) and puts each pair's
-manifest entry into ``outputs``; the suite (:func:`prompt_compiler.suite.compile_to_dir`)
+An :class:`Engine` compiles every pair of a run under one
+:class:`~prompt_compiler.run.settings.CompileSettings` into the staging folder of OUT
+(:class:`~prompt_compiler.emit.outdir.OutputDir`) and puts each pair's
+manifest entry into ``outputs``; the suite (:func:`prompt_compiler.run.suite.compile_to_dir`)
 does everything around it (the pairs, OUT as one unit, the formats, the manifest). Every
-engine calls the same pair functions of :mod:`.pairs`, so the bytes are the same by
-construction; an engine decides only where the work runs:
+engine calls the same pair functions of :mod:`prompt_compiler.run.pairs`, so the bytes are
+the same by construction; an engine decides only where the work runs:
 
 ========  ==========================================================================
 ``local`` this process, pair after pair (also the engine of ``--check``: nothing written)
-``pool``  ``--jobs N``: N processes, a large pair in row ranges (:mod:`.parallel`)
+``pool``  ``--jobs N``: N processes, a large pair in row ranges (:mod:`.pool`)
 ``ray``   ``--engine ray``: Ray tasks, a large pair's row blocks as Ray Data
-          (:mod:`.ray_engine`)
+          (:mod:`.ray`)
 ========  ==========================================================================
 
 With ``shards`` (``--shard-rows``: each pair's plan by its ``out_name``) an engine writes each
 pair as its shards, in whichever process compiles them, and the entry is the pair folder's
-(:mod:`.emit.shards`). A new engine is a class with :meth:`Engine.run` and a row in
+(:mod:`prompt_compiler.emit.shards`). A new engine is a class with :meth:`Engine.run` and a row in
 :data:`ENGINES`.
 """
 
@@ -26,12 +27,13 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import ConfigError
-from .pairs import CompileSettings, Counts, Pair, pair_lines
+from ...errors import ConfigError
+from ..pairs import Counts, Pair, pair_lines
+from ..settings import CompileSettings
 
 if TYPE_CHECKING:
-    from .emit.outdir import OutputDir
-    from .emit.shards import ShardPlan
+    from ...emit.outdir import OutputDir
+    from ...emit.shards import ShardPlan
 
 __all__ = ["ENGINES", "Engine", "LocalEngine", "engine_for"]
 
@@ -69,7 +71,7 @@ class LocalEngine:
             digests: dict[str, str] | None = None) -> None:
         """See :meth:`Engine.run`."""
         if shards is not None and writer is not None:
-            from .emit.shards import pair_entry, pair_folder, write_shards
+            from ...emit.shards import pair_entry, pair_folder, write_shards
 
             sink = writer.sink()
         for i, pair in enumerate(pairs):
@@ -95,13 +97,13 @@ class LocalEngine:
 
 
 def _pool() -> Engine:
-    from .parallel import PoolEngine
+    from .pool import PoolEngine
 
     return PoolEngine()
 
 
 def _ray() -> Engine:
-    from .ray_engine import RayEngine
+    from .ray import RayEngine
 
     return RayEngine()
 

@@ -3,10 +3,10 @@ as a Ray Data pipeline over its row blocks; the output folder is the local engin
 byte.
 
 The driver (the ``compile-prompts`` process) plans the work as ``--jobs`` does: a small
-pair is one task (:func:`~prompt_compiler.pairs.pair_lines`, the local engine's function); a
+pair is one task (:func:`~prompt_compiler.run.pairs.pair_lines`, the local engine's function); a
 gen or ppl pair with many test rows becomes a Dataset of row blocks mapped by one
 ``map_batches`` stage (:func:`_compile_blocks`, which compiles a block with
-:func:`~prompt_compiler.pairs.range_lines`) and read back in order. The driver writes the
+:func:`~prompt_compiler.run.pairs.range_lines`) and read back in order. The driver writes the
 results in order into the same :class:`~prompt_compiler.emit.outdir.OutputDir` staging
 folder, so a failed run leaves OUT as it was. A task or block whose worker dies is run again
 by Ray; its result depends on its arguments alone, so the retry returns the same bytes.
@@ -33,9 +33,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from ._version import install_hint
-from .emit.blockfile import write_blocks
-from .emit.shards import (
+from ..._version import install_hint
+from ...emit.blockfile import write_blocks
+from ...emit.shards import (
     Shard,
     ShardPlan,
     ShardSink,
@@ -44,8 +44,9 @@ from .emit.shards import (
     shard_tasks,
     write_shards,
 )
-from .errors import ConfigError, PromptCompilerError, UnsupportedError
-from .pairs import CompileSettings, Counts, PreparedJob, locate, pair_lines, range_lines
+from ...errors import ConfigError, PromptCompilerError, UnsupportedError
+from ..pairs import Counts, PreparedJob, locate, pair_lines, range_lines
+from ..settings import CompileSettings
 
 __all__ = ["RANGE_ROWS", "Offset", "RayEngine", "Shots", "compile_pairs", "ray_session",
            "require_ray"]
@@ -73,7 +74,7 @@ class Shots:
     """How a batch's in-context example ids are found, in a form that pickles."""
 
     def __init__(self, job: Any, train: Sequence[Any]) -> None:
-        from .retrieve.basic import BM25Retriever, FixKRetriever, RandomRetriever, ZeroRetriever
+        from ...retrieve.basic import BM25Retriever, FixKRetriever, RandomRetriever, ZeroRetriever
 
         retriever = job.retriever
         self.kind = type(retriever).__name__
@@ -89,12 +90,12 @@ class Shots:
                     hint="set stateless=True: each row's examples then depend on its id alone")
             retriever.retrieve(train, [], job.reader, job.policy)
         elif isinstance(retriever, BM25Retriever):
-            from .retrieve.bm25 import BM25Index, input_field_text
+            from ...retrieve.bm25 import BM25Index, input_field_text
 
             self.index = BM25Index([input_field_text(r, job.reader.input_columns)
                                     for r in train])
         elif self.kind == "TopkRetriever":
-            from .retrieve.embed import _corpus, load_embedder
+            from ...retrieve.embed import _corpus, load_embedder
 
             retriever._check_k(retriever.ice_num, len(train), "ice_num")
             embed = retriever.embedder or load_embedder(
@@ -115,20 +116,20 @@ class Shots:
                                                      job.policy)
             return same
         if self.kind == "RandomRetriever":
-            from .retrieve.basic import row_id, stateless_sample
+            from ...retrieve.basic import row_id, stateless_sample
 
             n = len(job.rows.train)
             found = [stateless_sample(retriever.seed, row_id(row, base + k), n,
                                       retriever.ice_num) for k, row in enumerate(rows)]
         elif self.kind == "BM25Retriever":
-            from .retrieve.bm25 import input_field_text
+            from ...retrieve.bm25 import input_field_text
 
             stable = job.policy.fixes("D17")
             cols = job.reader.input_columns
             found = [self.index.rank(input_field_text(r, cols), retriever.ice_num,
                                      stable_ties=stable) for r in rows]
         else:
-            from .retrieve.embed import _corpus, load_embedder, top_k
+            from ...retrieve.embed import _corpus, load_embedder, top_k
 
             embed = retriever.embedder or load_embedder(
                 retriever.sentence_transformers_model_name)
@@ -194,7 +195,7 @@ class ray_session:  # noqa: N801 - used as a context manager, like open()
                 ray.init(num_cpus=self.cpus, include_dashboard=False, log_to_driver=False,
                          logging_level="ERROR", _system_config={"worker_niceness": 0})
         except Exception as exc:  # ConnectionError and others from a bad address
-            from .errors import ConfigError
+            from ...errors import ConfigError
 
             where = f"--ray-address {self.address}" if self.address else "a local instance"
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -220,7 +221,7 @@ def _reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=10).close()
     except OSError as exc:
-        from .errors import ConfigError
+        from ...errors import ConfigError
 
         raise ConfigError(f"cannot reach the Ray cluster at --ray-address {address}: "
                           f"{exc.strerror or exc}",
@@ -236,7 +237,7 @@ def _worker_job(pair: Any, settings: CompileSettings, fresh: bool = False
            settings.mode)
     found = None if fresh else _JOBS.get(key)
     if found is None:
-        from .data.sources import attach_rows
+        from ...data.sources import attach_rows
 
         dataset = attach_rows(pair.dataset, settings.data_dir,
                                   settings.opencompass_python, no_rows=settings.no_rows)
@@ -309,7 +310,7 @@ def _compile_block(k: int, rows: range, ids: bytes, cwd: str, pair: Any,
                    settings: CompileSettings, shots: Any, target: tuple[str, str], shown: str,
                    counts: Counts) -> tuple[str, bytes]:
     """One row block: (the part file it was written to, "") or ("", its lines)."""
-    from .emit.names import on_disk
+    from ...emit.names import on_disk
 
     _chdir(cwd)
     prepared = _block_job(rows, ids, pair, settings, shots)
@@ -363,8 +364,8 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
     of each shard, :func:`~prompt_compiler.emit.shards.shard_tasks`), its shots (found by
     each task) or retrieved ids (found here once); None for a pair compiled as one task.
     ``keep``: the job is appended to it."""
-    from .data.sources import NotPeekable, attach_rows, peeking
-    from .plan import plannable
+    from ...data.sources import NotPeekable, attach_rows, peeking
+    from ...plan import plannable
 
     compiler = settings.compiler()
     try:
@@ -383,7 +384,7 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
         return None
     ranges: list[Any]
     if shard is not None:
-        from .plan.core import job_labels
+        from ...plan.core import job_labels
 
         per_row = 1 if kind == "gen" else len(job_labels(job, params))
         if per_row < 1:
@@ -412,7 +413,7 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
     path), so that this process reads no row and no record."""
     import ray
 
-    from .emit.names import on_disk
+    from ...emit.names import on_disk
 
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     if shards is not None:
@@ -485,7 +486,7 @@ def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: 
     import orjson
     import ray
 
-    from .emit.names import on_disk
+    from ...emit.names import on_disk
 
     ranges, shots, retrieved = plan
     name, staging = pair.out_name, writer.staging
@@ -583,7 +584,7 @@ def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: Compile
     (JSON) or its error (pickled) out."""
     import orjson
 
-    from .data.windows import row_windows
+    from ...data.windows import row_windows
 
     out: dict[str, list[Any]] = {"block": [], "entries": [], "error": []}
     for k, start, stop, k0, k1, first, ids, w0, w1 in zip(
@@ -615,8 +616,8 @@ def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shar
     """Task: :func:`_plan` of one sharded pair, and the sha256 of its row files (the
     manifest's inputs) by real path. (Its shots come back by value: an object this task
     put in the store would be lost with its worker process.)"""
-    from .data.sources import row_files
-    from .emit.records import sha256_file
+    from ...data.sources import row_files
+    from ...emit.records import sha256_file
 
     _chdir(cwd)
     files = [f for f in row_files(pair.dataset, settings.data_dir) if os.path.isfile(f)]
@@ -624,7 +625,7 @@ def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shar
     found: Any = None
     lines = _count_rows(files, range_bytes)
     if lines is not None:  # plan with only row 0 of the test file read
-        from .data.windows import row_windows
+        from ...data.windows import row_windows
 
         keep: list[Any] = []
         with row_windows({lines.file: (lines, range(0))}):
@@ -650,7 +651,7 @@ def _count_rows(files: Sequence[Any], range_bytes: int | None = None) -> Any:
     Lines file, its byte ranges counted by Ray tasks; None when there is not exactly one."""
     import ray
 
-    from .data.windows import byte_ranges, count_range, line_ranges
+    from ...data.windows import byte_ranges, count_range, line_ranges
 
     large = [os.path.realpath(f) for f in files
              if str(f).endswith(".jsonl") and os.path.getsize(f) >= WINDOW_BYTES]
@@ -666,8 +667,8 @@ def _window_offset(job: Any, lines: Any) -> int | None:
     """Where the job's test row 0 lies in the counted file, when each shard task can read a
     window of it (the test split is that file, rows in file order, and the training split is
     another file); else None."""
-    from .data.reader import RowView
-    from .data.windows import JsonlWindow
+    from ...data.reader import RowView
+    from ...data.windows import JsonlWindow
 
     test, train = job.rows.test, job.rows.train
     if not (isinstance(test, RowView) and isinstance(test.source, JsonlWindow)
@@ -764,12 +765,12 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
 class RayEngine:
     """``--engine ray``: the pairs as Ray tasks, a large pair's row blocks as Ray Data, on
     the cluster at ``settings.ray_address`` or a local instance of ``settings.jobs`` CPUs
-    (:class:`prompt_compiler.engines.Engine`)."""
+    (:class:`prompt_compiler.run.engines.Engine`)."""
 
     def run(self, pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
             settings: CompileSettings, *, shards: Mapping[str, ShardPlan] | None = None,
             progress: Any = None, digests: dict[str, str] | None = None) -> None:
-        """See :meth:`prompt_compiler.engines.Engine.run` (``writer`` is required)."""
+        """See :meth:`prompt_compiler.run.engines.Engine.run` (``writer`` is required)."""
         assert writer is not None, "Ray writes OUT; a check runs locally"
         with ray_session(settings.ray_address, settings.jobs):
             compile_pairs(list(pairs), writer, outputs, settings, progress,

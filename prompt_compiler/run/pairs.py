@@ -1,12 +1,13 @@
 """One dataset x model pair: its job, its warnings, its records or its lines, its errors located.
 
 Everything here works on one :class:`Pair` under one :class:`CompileSettings`, the same in
-every process: the suite (:mod:`.suite`) and the ``--jobs`` pool (:mod:`.parallel`) call it,
-and another engine (Ray) calls it the same way, so the bytes are the same by construction.
+every process: the suite (:mod:`.suite`) and the ``--jobs`` pool (:mod:`.engines.pool`)
+call it, and another engine (Ray) calls it the same way, so the bytes are the same by
+construction.
 
 * :func:`pair_records`: the pair's records (the library's path; ``--show``);
 * :func:`pair_lines`: the pair's lines as written to its file (a row range of it, too);
-  planned jobs through :mod:`.plan.lines`, the others through :func:`pair_records`;
+  planned jobs through :mod:`prompt_compiler.plan.lines`, the others through :func:`pair_records`;
 * :func:`prepare` and :func:`range_lines`: a planned pair's job built and retrieved once,
   then any row range of it; :func:`compile_range` is the picklable task an engine sends;
 * :func:`locate`: an error located in the pair's config files (file, key path, row).
@@ -17,19 +18,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .assemble.base import Job, Record
-from .compiler import Compiler
-from .config import DatasetConfig, ModelConfig
-from .config.origins import is_under, relocate
-from .data.sources import attach_rows
-from .emit.names import output_name
-from .emit.records import record_bytes, record_json
-from .errors import ConfigError, DataError, PromptCompilerError, PromptCompilerWarning
+from ..assemble.base import Job, Record
+from ..compiler import Compiler
+from ..config import DatasetConfig, ModelConfig
+from ..config.origins import is_under, relocate
+from ..data.sources import attach_rows
+from ..emit.names import output_name
+from ..emit.records import record_bytes, record_json
+from ..errors import ConfigError, DataError, PromptCompilerError, PromptCompilerWarning
+from .settings import CompileSettings
 
-__all__ = ["BLOCK_RECORDS", "CompileSettings", "Counts", "Pair", "PreparedJob", "at_origin",
+__all__ = ["BLOCK_RECORDS", "Counts", "Pair", "PreparedJob", "at_origin",
            "compile_range", "dataset_warnings", "locate", "pair_job", "pair_lines",
            "pair_records", "prefetch_rows", "prepare", "range_lines"]
 
@@ -49,83 +50,6 @@ class Pair:
     def out_name(self) -> str:
         """The record file in OUT (see :mod:`prompt_compiler.emit.names`)."""
         return output_name(self.model.abbr, self.dataset.abbr)
-
-
-@dataclass(frozen=True, slots=True)
-class CompileSettings:
-    """How every pair of a run is compiled: the CLI's options, once (it is picklable, so a
-    worker process or a Ray task gets the same settings)."""
-
-    data_dir: Path | None = None
-    """Rows at ``DIR/<abbr>/<split>.jsonl`` (``--data-dir``)."""
-    mode: str = "default"
-    """``default`` or ``opencompass`` (``--mode compat``)."""
-    spans: bool = False
-    """Records carry their span provenance (``--spans``)."""
-    strict: bool = False
-    """Warnings are errors (``--strict``)."""
-    jobs: int = 1
-    """Processes (``--jobs``), or the CPUs of a local Ray instance."""
-    limit: int | None = None
-    """The first N test rows of each dataset (``--limit``; in the pairs' options)."""
-    fewshot: str | None = None
-    """``multiturn`` or ``inline`` for every dataset (``--fewshot``; in the pairs' options)."""
-    tokenize: bool = False
-    """Records carry ``input_ids`` (``--tokenize``; on every model)."""
-    tokenizer: str | None = None
-    """Every model's ``tokenizer`` (``--tokenizer``, for the models given by ``--model``)."""
-    shard_rows: int | None = None
-    """Each pair's records as ``part-NNNNN`` files of this many (``--shard-rows``;
-    :mod:`prompt_compiler.emit.shards`); None: one file per pair."""
-    opencompass_python: Path | None = None
-    """The interpreter that runs OpenCompass's own loader for a class with no native reader
-    (``--opencompass-python``; None: the ``PROMPT_COMPILER_OPENCOMPASS_PYTHON`` variable)."""
-    no_rows: bool = False
-    """Stand-in rows made from each ``reader_cfg`` where rows would be read (``--check
-    --no-rows``; :mod:`prompt_compiler.data.standin`)."""
-    only: tuple[str, ...] = ()
-    """Compile only the datasets whose abbr matches one of these globs (``--only``)."""
-    models: tuple[str, ...] = ()
-    """Compile only the models whose abbr matches one of these globs (``--models``)."""
-    format: str = "records"
-    """What is written per pair: ``records``, ``vllm``, ``openai-batch`` or ``parquet``
-    (``--format``; :mod:`prompt_compiler.emit.formats`)."""
-    batch_lines: int | None = None
-    """``openai-batch``: lines per file (default: the Batch API's 50,000)."""
-    batch_bytes: int | None = None
-    """``openai-batch``: bytes per file (default: the Batch API's 200 MB)."""
-    engine: str = "local"
-    """``local`` or ``ray`` (``--engine``; :mod:`prompt_compiler.engines`)."""
-    ray_address: str | None = None
-    """With ``engine="ray"``: the cluster to join (``--ray-address``); None: a local one."""
-    replace_foreign: bool = False
-    """Replace OUT even when this tool did not write it (``--overwrite-foreign``)."""
-
-    def __post_init__(self) -> None:
-        if self.data_dir is not None and not isinstance(self.data_dir, Path):
-            object.__setattr__(self, "data_dir", Path(self.data_dir))
-        if self.opencompass_python is not None and not isinstance(self.opencompass_python, Path):
-            object.__setattr__(self, "opencompass_python", Path(self.opencompass_python))
-        for key in ("only", "models"):  # one glob or several
-            value = getattr(self, key)
-            object.__setattr__(self, key, (value,) if isinstance(value, str) else tuple(value))
-
-    @classmethod
-    def of(cls, settings: CompileSettings | None, options: Mapping[str, Any]) -> CompileSettings:
-        """``settings``, or one built from keyword ``options`` (its field names).
-
-        Raises:
-            TypeError: Both given, or an option that is no field.
-        """
-        if settings is None:
-            return cls(**options)
-        if options:
-            raise TypeError(f"give settings or keyword options, not both (got {sorted(options)})")
-        return settings
-
-    def compiler(self) -> Compiler:
-        """A compiler in this mode."""
-        return Compiler(mode=self.mode)
 
 
 class Counts:
@@ -195,7 +119,7 @@ def dataset_warnings(job: Any, spec: Mapping[str, Any]) -> list[PromptCompilerEr
     stay in the prompt verbatim). Each is an error object carrying its key path, so a
     caller can print it as a warning or raise it (``--strict``).
     """
-    from .template.placeholders import unknown_placeholders
+    from ..template.placeholders import unknown_placeholders
 
     if not job.rows.test:
         return [DataError("the test split has no rows, so nothing is compiled for this "
@@ -229,8 +153,8 @@ def prefetch_rows(pairs: Sequence[Pair], settings: CompileSettings) -> None:
     ``no_rows``; a dataset that fails here reports its error when its pair loads it."""
     if settings.no_rows:
         return
-    from .data.opencompass.bridge import prefetch
-    from .data.sources import bridge_calls
+    from ..data.opencompass.bridge import prefetch
+    from ..data.sources import bridge_calls
 
     datasets = {p.dataset.abbr: p.dataset for p in pairs}
     prefetch(bridge_calls(list(datasets.values()), settings.data_dir),
@@ -268,16 +192,16 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
 def prepare(pair: Pair, settings: CompileSettings, compiler: Compiler | None = None
             ) -> tuple[Job, str, dict[str, Any], PreparedJob | None]:
     """A pair's job without its warnings (rows from a pipe are not read ahead), and, when
-    plans build its lines (:func:`.plan.plannable`, no ``spans``), the job with every row's
-    example ids retrieved once.
+    plans build its lines (:func:`prompt_compiler.plan.plannable`, no ``spans``), the job with
+    every row's example ids retrieved once.
 
     Raises:
         PromptCompilerError: The job cannot be built (not located: a whole-pair compile
             raises it again, located).
         NotPeekable: The rows come from a pipe.
     """
-    from .data.sources import peeking
-    from .plan import plannable
+    from ..data.sources import peeking
+    from ..plan import plannable
 
     compiler = compiler or settings.compiler()
     with peeking():  # rows from a pipe are left for the worker
@@ -329,7 +253,7 @@ def _job_records(compiler: Compiler, job: Job, kind: str, params: Mapping[str, A
     if not spans:
         yield from compiler.job_records(job, kind, params, lean=lean, rows=rows)
         return
-    from .inspection.spans import add_spans
+    from ..inspection.spans import add_spans
 
     run = compiler.run(job, kind, params, rows=rows)
     yield from add_spans(job, kind, params, run.records, run.labels,
@@ -341,11 +265,11 @@ def pair_lines(pair: Pair, settings: CompileSettings, counts: Counts, *,
     """The record lines of one pair (or of its ``rows``) as written to its file, in blocks
     of whole lines.
 
-    Planned jobs go through :mod:`.plan.lines` (no Record objects); others through
+    Planned jobs go through :mod:`prompt_compiler.plan.lines` (no Record objects); others through
     :func:`pair_records`. ``counts`` holds the totals once the blocks are consumed;
     ``progress.rows(n)`` and ``progress.row()`` (when present) hear of the rows.
     """
-    from .plan import plannable
+    from ..plan import plannable
 
     compiler = settings.compiler()
     tick = getattr(progress, "row", None)
@@ -380,7 +304,7 @@ def pair_lines(pair: Pair, settings: CompileSettings, counts: Counts, *,
 
 def _planned_lines(prepared: PreparedJob, rows: range | None, counts: Counts,
                    tick: Callable[[], None] | None = None) -> Iterator[bytes]:
-    from .plan import Lines
+    from ..plan import Lines
 
     lines = Lines(prepared.job, prepared.kind, prepared.params, prepared.retrieved, rows=rows,
                   tick=tick)

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
-from .assemble.base import Record
-from .config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
-from .emit.manifest import build_manifest, input_root
-from .emit.names import MANIFEST, check_unique
-from .emit.outdir import OutputDir
-from .errors import ConfigError, OutputError
-from .pairs import CompileSettings, Pair, pair_records, prefetch_rows
+from .._version import __version__
+from ..assemble.base import Record
+from ..config import DatasetConfig, ModelConfig, SuiteConfig, load_config, load_configs
+from ..emit.manifest import build_manifest, input_root
+from ..emit.names import MANIFEST, check_unique
+from ..emit.outdir import OutputDir
+from ..errors import ConfigError, OutputError
+from .pairs import Pair, pair_records, prefetch_rows
+from .settings import CompileSettings
 
 __all__ = ["CompileSettings", "Pair", "Suite", "apply_settings", "compile", "compile_to_dir",
            "load", "model_from_name", "tokenized", "with_options", "with_tokenizer"]
@@ -137,7 +138,7 @@ def model_from_name(name_or_file: str, *,
             raise ConfigError("--model: this config defines datasets but no models",
                               config_path=str(path), hint=_MODEL_EXPECTED)
         return list(suite.models)
-    from .model.meta_library import load_model_template
+    from ..model.meta_library import load_model_template
 
     tpl = load_model_template(name_or_file)
     return [ModelConfig(tpl.name, str(tpl.path), "meta_template", tpl.model_spec())]
@@ -161,7 +162,7 @@ def _model_template_file(path: Path) -> ModelConfig:
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             top = None
     if isinstance(top, dict) and "meta_template" in top:
-        from .model.meta_library import load_model_template
+        from ..model.meta_library import load_model_template
 
         tpl = load_model_template(path)
         return ModelConfig(tpl.name, str(path), "meta_template", tpl.model_spec(),
@@ -371,7 +372,7 @@ def _compat_models(suite: Suite) -> Suite:
 def _no_tokenizer(m: ModelConfig) -> ConfigError:
     """``--tokenize`` and a model without a tokenizer: where its class's ``tokenizer_path`` /
     ``path`` was looked for, or which key (or flag) gives one."""
-    from .model.hub import FETCH_HINT, missing_tokenizer
+    from ..model.hub import FETCH_HINT, missing_tokenizer
 
     head = f"--tokenize needs every model's tokenizer, and model {m.abbr!r} has none"
     missing = missing_tokenizer(m.spec)
@@ -400,7 +401,7 @@ def with_tokenizer(suite: Suite, tokenizer: str) -> Suite:
     """
     from dataclasses import replace
 
-    from .config.normalize import check_model_tokenizer
+    from ..config.normalize import check_model_tokenizer
 
     models = []
     for m in suite.models:
@@ -422,7 +423,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
     or engine-ready files in their place: ``vllm``, ``openai-batch`` (files of at most
     ``batch_lines`` lines and ``batch_bytes`` bytes, by default the Batch API's 50,000 and
     200 MB) or ``parquet`` (:mod:`prompt_compiler.emit.formats`). Its ``engine``: where the
-    pairs are compiled (:mod:`prompt_compiler.engines`; ``ray``: on the cluster at
+    pairs are compiled (:mod:`prompt_compiler.run.engines`; ``ray``: on the cluster at
     ``ray_address``, or on a local instance of ``jobs`` CPUs); the output is the same. Its
     ``shard_rows``: each pair's records as ``<model>/<dataset>/part-NNNNN`` files of at most
     that many records (:mod:`prompt_compiler.emit.shards`), written by the processes or Ray
@@ -444,8 +445,8 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
     """
     from dataclasses import replace
 
-    from .emit.formats import check_format, convert_outputs
-    from .emit.shards import check_shard_rows, plan_for
+    from ..emit.formats import check_format, convert_outputs
+    from ..emit.shards import check_shard_rows, plan_for
     from .engines import engine_for
 
     settings = CompileSettings.of(settings, options)
@@ -454,10 +455,10 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
                           hint="use --check --no-rows")
     fmt = check_format(settings.format)
     if fmt == "parquet":
-        from .emit.formats import _pyarrow
+        from ..emit.formats import _pyarrow
 
         _pyarrow()  # a missing extra fails before anything is compiled
-    from .storage import object_uri
+    from ..storage import object_uri
 
     remote = object_uri(out)
     if remote is not None and settings.shard_rows is None:
@@ -475,7 +476,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
     outputs: dict[str, dict[str, Any]] = {}
     writer: Any = None
     if remote is not None:
-        from .emit.objstore import ObjectOutput
+        from ..emit.objstore import ObjectOutput
 
         _check_not_under(remote, suite, data_dir)
         writer = ObjectOutput(remote, replace_foreign=settings.replace_foreign).open()
@@ -494,7 +495,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
         if fmt != "records" and writer is not None and shards is None:
             outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, fmt,
                                       **limits)
-        from .model.spec import manifest_models
+        from ..model.spec import manifest_models
 
         manifest = build_manifest(version=__version__, mode=settings.mode,
                                   root=input_root(suite.paths),
@@ -520,8 +521,8 @@ def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None,
                 opencompass_python: Path | None = None) -> list[Path]:
     """Every file that shaped the output: the configs given or found, the configs they
     pull in (``read_base()``/``_base_``), the data files, and model/chat template files."""
-    from .config.bases import base_files
-    from .data.sources import row_files
+    from ..config.bases import base_files
+    from ..data.sources import row_files
 
     files: dict[Path, None] = {}
     for cfg in suite.configs:
@@ -539,8 +540,8 @@ def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None,
 def _every_input(suite: Suite, data_dir: Path | None) -> list[str | os.PathLike[str]]:
     """What replacing OUT must not delete: the paths given, ``--data-dir`` and the input
     files of every dataset and model of the suite (not only the pairs compiled now)."""
-    from .config.bases import base_files
-    from .data.sources import row_files
+    from ..config.bases import base_files
+    from ..data.sources import row_files
 
     found: list[str | os.PathLike[str]] = [*suite.paths, *([data_dir] if data_dir else [])]
     root = next((c.opencompass_root for c in suite.configs if c.opencompass_root), None)
@@ -586,7 +587,7 @@ def _check_not_inside(out: Path, inputs: Sequence[str | os.PathLike[str]]) -> No
 
 def _check_not_under(uri: str, suite: Suite, data_dir: Path | None) -> None:
     """An output on object storage may not hold an input either (its runs are deleted)."""
-    from .storage import object_uri
+    from ..storage import object_uri
 
     named = [data_dir] + [d.spec.get(k) for d in suite.datasets for k in ("path", "data_files")]
     for value in named:
