@@ -193,3 +193,23 @@ def test_check_prints_each_dataset_warning_once(tree: Path) -> None:
             "compile-prompts: warning: e.yaml: dataset 'e', at datasets[0].reader_cfg."
             "test_split: the test split has no rows, so nothing is compiled for this dataset",
         ]
+
+
+def test_lint_names_the_defining_file(tree: Path) -> None:
+    error = cli("lint", "configs/eval_x.py", cwd=tree)
+    assert error.returncode == 1
+    assert error.stderr == (
+        "compile-prompts: error: configs/datasets/sub/beta.py (imported by configs/eval_x.py): "
+        "dataset 'beta', row 0, at beta_datasets[0].reader_cfg.input_columns: input column 'q' "
+        "is not in the rows; columns: question, a\n")
+    beta = tree / "configs" / "datasets" / "sub" / "beta.py"
+    beta.write_text(DEEP_DATASET.replace("rows=[dict(question='one', a='1')]",
+                                         "rows=[dict(q='one', a='1')]")
+                    .replace("'Q: {q}'", "'Q: {q} {qq}'"))
+    found = cli("lint", "configs/eval_x.py", cwd=tree)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout == (
+        "configs/datasets/sub/beta.py (imported by configs/eval_x.py): dataset 'beta', at "
+        "beta_datasets[0].infer_cfg.prompt_template.template: unknown-placeholder: placeholder "
+        "{qq} names no column, so it stays in the prompt verbatim; did you mean {q}?\n"
+        "1 finding\n")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..errors import PromptCompilerError
 
-__all__ = ["BaseRecorder", "Origin", "is_under", "relocate"]
+__all__ = ["BaseRecorder", "Origin", "is_under", "named_at", "relocate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,15 @@ def relocate(err: PromptCompilerError, origin: Origin | None, config_path: str,
     if err.key_path and is_under(err.key_path, key_path):
         err.key_path = origin.key_path + err.key_path[len(key_path):]
     return err
+
+
+def named_at(entry: Any) -> tuple[str, str]:
+    """How a finding about a dataset or model config (``config_path``, ``key_path``,
+    ``origin``) names its file and key path: where it is defined, imported by the config."""
+    origin: Origin | None = getattr(entry, "origin", None)
+    if origin is None:
+        return entry.config_path, entry.key_path
+    return origin.importer(entry.config_path), origin.key_path
 
 
 def is_under(key_path: str, entry: str) -> bool:

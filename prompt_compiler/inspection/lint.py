@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compiler import Compiler
+from ..config.origins import is_under, named_at
 from ..model.data_tokens import UnsplitWarning
 from ..model.special_tokens import model_special_tokens
 from ..model.system_role import has_system, merge_cause, system_handling
@@ -145,7 +146,7 @@ class _DatasetLint:
         self.options = options
         self.compiler = compiler
         self.findings: list[Finding] = []
-        self.prefix = pair_dataset.key_path
+        self.config_path, self.prefix = named_at(pair_dataset)  # where it is defined
 
     def add(self, code: str, message: str, *, model: str | None = None,
             key_path: str | None = None, row: int | None = None,
@@ -160,7 +161,7 @@ class _DatasetLint:
                                          f"line {line}, {column}", row))
             return
         path = f"{self.prefix}.{key_path}" if self.prefix and key_path else key_path
-        self.findings.append(Finding(code, message, self.ds.config_path, self.ds.abbr, model,
+        self.findings.append(Finding(code, message, self.config_path, self.ds.abbr, model,
                                      path, row))
 
     def run(self) -> list[Finding]:
@@ -434,13 +435,15 @@ def lint_suite(suite: Any, *, data_dir: Path | None = None, mode: str = "default
     for dataset in suite.datasets:
         if globs and not any(fnmatch.fnmatchcase(dataset.abbr, g) for g in globs):
             continue
-        where = {"config_path": dataset.config_path, "dataset": dataset.abbr}
         try:
             spec = attach_rows(dataset, data_dir, opencompass_python, no_rows=no_rows).spec
             findings += _DatasetLint(dataset, spec, paired.get(dataset.abbr, []),
                                      options.get(dataset.abbr, dict(suite.options)), compiler).run()
         except PromptCompilerError as err:
-            raise err.located(**where) from None
+            file, key_path = named_at(dataset)  # where it is defined
+            if err.key_path and key_path and not is_under(err.key_path, dataset.key_path):
+                err.key_path = f"{key_path}.{err.key_path}"
+            raise err.located(config_path=file, dataset=dataset.abbr) from None
     used = {p.model.abbr for p in pairs}
     findings += _unread_kwargs([m for m in suite.models if m.abbr in used], compiler)
     return findings
@@ -463,8 +466,9 @@ def _unread_kwargs(models: Sequence[Any], compiler: Compiler) -> list[Finding]:
         for name in unread_kwargs(model.chat_template, model.template_kwargs):
             close = difflib.get_close_matches(name, read, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            file, key_path = named_at(config)
             found.append(Finding(
                 "unused-template-kwarg",
                 f"the chat template never reads {name!r}, so setting it changes nothing{hint}",
-                config.config_path, None, config.abbr, f"{config.key_path}.{key}.{name}"))
+                file, None, config.abbr, f"{key_path}.{key}.{name}"))
     return found
