@@ -1,12 +1,13 @@
-"""NeedleBench's single-needle haystacks (``NeedleBenchOriginDataset`` of
-``opencompass.datasets.needlebench``).
+"""NeedleBench's haystacks with one needle or several (``NeedleBenchOriginDataset``,
+``NeedleBenchMultiDataset`` of ``opencompass.datasets.needlebench``).
 
 For each haystack file the config lists (in the loader's fixed order of file names, not the
 config's), ``num_repeats_per_file`` rows: the file's lines shuffled again with seed ``counter``
-(the shuffles accumulate), a needle of the config's language drawn with the same seed, the
+(the shuffles accumulate), a needle (or a record of ``num_needles`` needles) drawn with the same
+seed, the
 lines' texts encoded with tiktoken (the encoding of ``tokenizer_model``, an OpenAI model name)
-until ``length - length_buffer`` minus the needle's tokens are gathered, the needle's tokens
-inserted at ``depth`` percent, the whole decoded back to text and put in the loader's prompt.
+until ``length - length_buffer`` minus the needles' tokens are gathered, the needles' tokens
+inserted from ``depth`` percent on, the whole decoded back to text and put in the loader's prompt.
 Python's ``random`` with an integer seed gives the same draws in every process, so the rows are
 the ones OpenCompass builds. The prompt and the question's rewrites are OpenCompass's own text:
 they are read from its source (:mod:`.oc_text`); without an ``opencompass`` package on the import
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,86 +26,88 @@ from typing import Any
 
 from ...errors import ConfigError, DataError, UnsupportedError
 from ..rows import Row
-from .files import json_lines
+from .files import json_document, json_lines
 from .oc_text import package_file, source_tree
 from .registry import NativeReader, NotNative, Splits
 
 __all__ = ["READERS"]
 
 HAYSTACKS = (
-    "en_un_asr.jsonl", "zh_all.jsonl", "PaulGrahamEssays.jsonl",
-    "multi_needle_reasoning_en.json", "multi_needle_reasoning_zh.json",
-    "zh_finance.jsonl", "zh_game.jsonl", "zh_general.jsonl",
-    "zh_government.jsonl", "zh_movie.jsonl", "zh_tech.jsonl",
+    "PaulGrahamEssays.jsonl", "multi_needle_reasoning_en.json", "multi_needle_reasoning_zh.json",
+    "zh_finance.jsonl", "zh_game.jsonl", "zh_general.jsonl", "zh_government.jsonl",
+    "zh_movie.jsonl", "zh_tech.jsonl",
 )
-"""The haystack files the loader knows, in the order it reads them."""
+"""The haystack files ``NeedleBenchMultiDataset`` knows, in the order it reads them
+(``NeedleBenchOriginDataset``: :data:`ORIGIN_HAYSTACKS`)."""
+ORIGIN_HAYSTACKS = ("en_un_asr.jsonl", "zh_all.jsonl", *HAYSTACKS)
 
 Text = str | list[str]
+_LANGUAGES = ("English", "Chinese")
+_POSITIONS = ("End", "Start")
 
 
 @dataclass(frozen=True, slots=True)
 class _Rewrite:
     """How the loader rewrites a needle's question in one language: split at ``marker``, the
-    first two parts joined by ``hint``; for a base model (no ``guide``) also ``quote``
-    replaced by ``by`` and the last ``cut`` characters dropped."""
+    first two parts joined by ``hint`` (no ``marker``: ``hint`` appended); with ``cut``, also
+    ``quote`` replaced by ``by`` and the last ``cut`` characters dropped."""
 
-    marker: str
+    marker: str | None
     hint: str
-    quote: str
-    by: str
-    cut: int
+    quote: str = ""
+    by: str = ""
+    cut: int = 0
+
+    def __call__(self, question: str) -> str:
+        if self.marker is None:
+            return question + self.hint
+        parts = question.split(self.marker)
+        if len(parts) < 2:
+            raise ValueError(f"its question lacks {self.marker!r}, which the loader splits it at")
+        question = parts[0] + self.hint + parts[1]
+        return question.replace(self.quote, self.by)[:-self.cut] if self.cut else question
 
 
 @dataclass(frozen=True, slots=True)
 class _Text:
-    """The loader's own text, read from OpenCompass's source: the prompt per (language,
-    position) and the question's rewrites per (language, guide)."""
+    """A loader's own text, read from OpenCompass's source: the prompt per (language,
+    position) and the question's rewrite per (language, guide); none: left as it is."""
 
+    source: str
     prompts: Mapping[tuple[str, str], ast.expr]
-    rewrites: Mapping[tuple[str, bool], _Rewrite]
+    rewrites: Mapping[tuple[str, bool], _Rewrite | None]
 
     def question(self, question: str, language: str, guide: bool) -> str:
         rewrite = self.rewrites[language, guide]
-        parts = question.split(rewrite.marker)
-        if len(parts) < 2:
-            raise ValueError(f"its question lacks {rewrite.marker!r}, which the loader splits "
-                             "it at")
-        question = parts[0] + rewrite.hint + parts[1]
-        return question if guide else question.replace(rewrite.quote, rewrite.by)[:-rewrite.cut]
+        return question if rewrite is None else rewrite(question)
 
     def prompt(self, context: str, question: str, language: str, position: str) -> Text:
-        return _render(self.prompts[language, position],
-                       {"context": context, "retrieval_question": question})
+        return self._render(self.prompts[language, position],
+                            {"context": context, "retrieval_question": question})
 
+    def _render(self, node: ast.expr, values: Mapping[str, str]) -> Text:
+        """A prompt expression (literals, f-strings of ``values``, ``+``, and a tuple, which
+        the rows hold as a list) filled with ``values``; never executed.
 
-def _render(node: ast.expr, values: Mapping[str, str]) -> Text:
-    """A prompt expression of the loader's source (literals, f-strings of ``values``, ``+``,
-    and a tuple, which the rows hold as a list) filled with ``values``; never executed.
-
-    Raises:
-        NotNative: Another kind of expression.
-    """
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(str(_render(part, values)) for part in node.values)
-    if (isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name)
-            and node.value.id in values and node.conversion == -1 and node.format_spec is None):
-        return values[node.value.id]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _render(node.left, values), _render(node.right, values)
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
-    if isinstance(node, ast.Tuple):
-        return [str(_render(item, values)) for item in node.elts]
-    raise NotNative(f"{_SOURCE_TEXT}: a prompt written as {ast.unparse(node)[:40]!r}, not text "
-                    "this project reads")
-
-
-_SOURCE = ("datasets", "needlebench", "origin.py")
-_SOURCE_TEXT = "opencompass/" + "/".join(_SOURCE)
-_LANGUAGES = ("English", "Chinese")
-_POSITIONS = ("End", "Start")
+        Raises:
+            NotNative: Another kind of expression.
+        """
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(str(self._render(part, values)) for part in node.values)
+        if (isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name)
+                and node.value.id in values and node.conversion == -1
+                and node.format_spec is None):
+            return values[node.value.id]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self._render(node.left, values), self._render(node.right, values)
+            if isinstance(left, str) and isinstance(right, str):
+                return left + right
+        if isinstance(node, ast.Tuple):
+            return [str(self._render(item, values)) for item in node.elts]
+        raise NotNative(f"{self.source}: a prompt written as {ast.unparse(node)[:40]!r}, not "
+                        "text this project reads")
 
 
 def _branches(body: list[ast.stmt], env: Mapping[str, str]
@@ -129,61 +132,64 @@ def _constants(node: ast.AST) -> list[str]:
             and isinstance(n.value, str)]
 
 
-def _rewrite(function: ast.FunctionDef, language: str, base: bool) -> _Rewrite:
-    """The rewrite of one ``_modify_retrieval_question*`` function in one language."""
+def _rewrite(function: ast.FunctionDef, language: str, source: str) -> _Rewrite:
+    """The rewrite one ``_modify_retrieval_question*`` function makes in one language."""
     statements = [stmt for env, stmt in _branches(function.body, {})
                   if env.get("language") == language]
     split = [c for stmt in statements for c in ast.walk(stmt) if isinstance(c, ast.Call)
              and isinstance(c.func, ast.Attribute) and c.func.attr == "split"]
     joined = [stmt.value for stmt in statements if isinstance(stmt, ast.Assign)
               and isinstance(stmt.value, ast.BinOp)]
-    if len(split) != 1 or len(joined) != 1 or len(_constants(split[0])) != 1 \
-            or len(_constants(joined[0])) != 1:
-        raise NotNative(f"{_SOURCE_TEXT}: {function.name} is not shaped as this project reads it")
-    marker, hint = _constants(split[0])[0], _constants(joined[0])[0]
-    if not base:
-        return _Rewrite(marker, hint, "", "", 0)
     returned = [stmt.value for stmt in statements if isinstance(stmt, ast.Return)]
-    cut = returned[0] if len(returned) == 1 else None
+    shaped = (len(split) <= 1 and len(joined) == 1 and len(_constants(joined[0])) == 1
+              and all(len(_constants(call)) == 1 for call in split) and len(returned) == 1)
+    if not shaped:
+        raise NotNative(f"{source}: {function.name} is not shaped as this project reads it")
+    marker, hint = (_constants(split[0])[0] if split else None), _constants(joined[0])[0]
+    cut = returned[0]
+    if isinstance(cut, ast.Name):  # the joined question as it is
+        return _Rewrite(marker, hint)
     if not (isinstance(cut, ast.Subscript) and isinstance(cut.slice, ast.Slice)
             and cut.slice.lower is None and cut.slice.step is None
             and isinstance(cut.slice.upper, ast.UnaryOp)
             and isinstance(cut.slice.upper.op, ast.USub)
             and isinstance(cut.slice.upper.operand, ast.Constant)
             and isinstance(cut.slice.upper.operand.value, int)
+            and cut.slice.upper.operand.value > 0
             and isinstance(cut.value, ast.Call) and isinstance(cut.value.func, ast.Attribute)
             and cut.value.func.attr == "replace" and len(_constants(cut.value)) == 2):
-        raise NotNative(f"{_SOURCE_TEXT}: {function.name} is not shaped as this project reads it")
+        raise NotNative(f"{source}: {function.name} is not shaped as this project reads it")
     quote, by = _constants(cut.value)
     return _Rewrite(marker, hint, quote, by, cut.slice.upper.operand.value)
 
 
 @cache
-def _text() -> _Text:
-    """The loader's text, read from the ``opencompass`` package on the import path (never
-    imported; see :mod:`.oc_text`).
+def _text(module: str) -> _Text:
+    """The text of the loader in ``opencompass/datasets/needlebench/<module>.py``, read from
+    the ``opencompass`` package on the import path (never imported; see :mod:`.oc_text`).
 
     Raises:
         NotNative: No such package, or its source is not shaped as this project reads it.
     """
-    functions = {node.name: node for node in ast.walk(source_tree(package_file(*_SOURCE)))
+    parts = ("datasets", "needlebench", f"{module}.py")
+    source = "opencompass/" + "/".join(parts)
+    functions = {node.name: node for node in ast.walk(source_tree(package_file(*parts)))
                  if isinstance(node, ast.FunctionDef)}
-    needed = ("_generate_prompt", "_modify_retrieval_question",
-              "_modify_retrieval_question_for_base")
-    if not all(name in functions for name in needed):
-        raise NotNative(f"{_SOURCE_TEXT} has no {', '.join(needed)}")
+    if "_generate_prompt" not in functions or "_modify_retrieval_question" not in functions:
+        raise NotNative(f"{source} has no _generate_prompt or _modify_retrieval_question")
     prompts = {(env.get("language", ""), env.get("position", "")): stmt.value
                for env, stmt in _branches(functions["_generate_prompt"].body, {})
                if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == "prompt"}
     wanted = [(language, position) for language in _LANGUAGES for position in _POSITIONS]
     if sorted(prompts) != sorted(wanted):
-        raise NotNative(f"{_SOURCE_TEXT}: _generate_prompt is not shaped as this project reads "
-                        "it")
-    text = _Text(prompts, {
-        (language, guide): _rewrite(functions["_modify_retrieval_question" if guide else
-                                              "_modify_retrieval_question_for_base"],
-                                    language, not guide)
-        for language in _LANGUAGES for guide in (True, False)})
+        raise NotNative(f"{source}: _generate_prompt is not shaped as this project reads it")
+    base = functions.get("_modify_retrieval_question_for_base")
+    rewrites: dict[tuple[str, bool], _Rewrite | None] = {}
+    for language in _LANGUAGES:
+        rewrites[language, True] = _rewrite(functions["_modify_retrieval_question"], language,
+                                            source)
+        rewrites[language, False] = None if base is None else _rewrite(base, language, source)
+    text = _Text(source, prompts, rewrites)
     for key in wanted:
         text.prompt("", "", *key)  # every prompt is text this project reads
     return text
@@ -195,22 +201,32 @@ def _encoding(tokenizer_model: str) -> Any:
     except ImportError:
         from ..._version import install_hint
 
-        raise UnsupportedError("NeedleBenchOriginDataset counts its haystack in tiktoken "
-                               "tokens; the 'tiktoken' package is not installed",
+        raise UnsupportedError("NeedleBench's loaders count their haystack in tiktoken tokens; "
+                               "the 'tiktoken' package is not installed",
                                hint=install_hint("tiktoken")) from None
     from ...model.tokenize import tiktoken_encoding
 
     try:
         name = tiktoken.model.encoding_name_for_model(tokenizer_model)
     except KeyError:
-        raise ConfigError(f"NeedleBenchOriginDataset: tokenizer_model {tokenizer_model!r} is not "
-                          "an OpenAI model name tiktoken knows (its loader calls "
+        raise ConfigError(f"tokenizer_model {tokenizer_model!r} is not an OpenAI model name "
+                          "tiktoken knows (NeedleBench's loaders call "
                           "tiktoken.encoding_for_model)", key_path="tokenizer_model") from None
     return tiktoken_encoding(name, "tokenizer_model")
 
 
-def _needle(file: Path, language: str, counter: int) -> Row:
-    """The needle the loader draws for ``counter`` among the lines of ``language``."""
+@dataclass(frozen=True, slots=True)
+class _Drawn:
+    """What one row hides in its haystack: the needles (each between line ends), the question
+    as the loader rewrote it, the answer column."""
+
+    needles: list[str]
+    question: str
+    answer: str
+
+
+def _needle(file: Path, language: str, counter: int, text: _Text, guide: bool) -> _Drawn:
+    """``NeedleBenchOriginDataset``'s needle for ``counter``: one line of ``language``."""
     needles = []
     for index, line in enumerate(json_lines(file), 1):
         if "language" not in line:
@@ -220,48 +236,78 @@ def _needle(file: Path, language: str, counter: int) -> Row:
     if not needles:
         raise DataError(f"{file}: no needle of language {language!r} (OpenCompass's loader "
                         "fails there)")
-    return random.Random(counter).choice(needles)
+    drawn = random.Random(counter).choice(needles)
+    needle = "\n" + drawn["needle"] + "\n"
+    return _Drawn([needle], text.question(drawn["retrieval_question"], language, guide),
+                  needle + "*" + drawn["arg2"])
 
 
-def _files(root: str, arguments: Mapping[str, Any]) -> list[str]:
-    return [arguments["needle_file_name"],
-            *(name for name in HAYSTACKS if name in arguments["file_list"])]
+def _reasoning(file: Path, count: int, counter: int, text: _Text, language: str,
+               guide: bool) -> _Drawn:
+    """``NeedleBenchMultiDataset``'s needles for ``counter``: one record of the JSON list whose
+    ``derivation_count`` is ``count``."""
+    records = json_document(file)
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise DataError(f"{file}: not a JSON list of records (NeedleBench's reasoning needles)")
+    matching = [r for r in records if r.get("derivation_count") == count]
+    if not matching:
+        raise DataError(f"{file}: no record whose derivation_count is {count} "
+                        "(OpenCompass's loader fails there)")
+    drawn = random.Random(counter).choice(matching)
+    return _Drawn(["\n" + needle + "\n" for needle in drawn["derivations"]],
+                  text.question(drawn["question"], language, guide),
+                  drawn["answer"] + "*" + drawn["answer"])
 
 
-def _origin(files: list[Path], path: str, length: int, depth: int, tokenizer_model: str,
-            file_list: list[str], num_repeats_per_file: int, length_buffer: int, guide: bool,
-            language: str, needle_file_name: str, position: str = "End") -> Splits:
-    """``NeedleBenchOriginDataset``: ``num_repeats_per_file`` rows (``prompt``, ``answer``)
-    per haystack file."""
-    if language not in _LANGUAGES and files[1:] and num_repeats_per_file > 0:
-        raise ConfigError(f"NeedleBenchOriginDataset: language must be 'English' or 'Chinese', "
-                          f"got {language!r} (OpenCompass's loader fails there)",
-                          key_path="language")
-    if position not in _POSITIONS and files[1:] and num_repeats_per_file > 0:
-        raise ConfigError(f"NeedleBenchOriginDataset: position must be 'End' or 'Start', got "
-                          f"{position!r} (OpenCompass's loader raises ValueError)",
-                          key_path="position")
-    text = _text()
+def _insertion_points(size: int, needles: list[list[int]], depth: float,
+                      diff: float) -> list[int]:
+    """Where each needle's tokens go in a haystack of ``size`` tokens, as the loader computes
+    it: the first at ``depth`` percent, each next ``diff`` percent of the haystack after the
+    end of the one before (never past the end), then shifted by the needles put before."""
+    points: list[int] = []
+    for i in range(len(needles)):
+        if i == 0:
+            point = int(size * (depth / 100))
+        else:
+            point = int(points[i - 1] + len(needles[i - 1]) + size * (diff / 100))
+        points.append(min(point, size + sum(len(n) for n in needles[:i])))
+    for i, needle in enumerate(needles):
+        for j in range(i + 1, len(points)):
+            points[j] += len(needle)
+    return points
+
+
+def _check(language: str, position: str, files: list[Path], repeats: int) -> None:
+    if not files[1:] or repeats <= 0:
+        return  # the loader makes no row, so checks nothing
+    if language not in _LANGUAGES:
+        raise ConfigError(f"language must be 'English' or 'Chinese', got {language!r} "
+                          "(OpenCompass's loader fails there)", key_path="language")
+    if position not in _POSITIONS:
+        raise ConfigError(f"position must be 'End' or 'Start', got {position!r} (OpenCompass's "
+                          "loader raises ValueError)", key_path="position")
+
+
+def _haystack_rows(files: list[Path], *, length: int, length_buffer: int, repeats: int,
+                   tokenizer_model: str, draw: Callable[[int], _Drawn],
+                   insert: Callable[[int, list[list[int]]], list[int]],
+                   prompt: Callable[[str, str], Text]) -> list[Row]:
+    """``repeats`` rows (``prompt``, ``answer``) per haystack file (``files[1:]``)."""
     encoding = _encoding(tokenizer_model)
-    needle_file, *haystacks = files
     rows: list[Row] = []
-    for file in haystacks:
+    for file in files[1:]:
         lines = list(json_lines(file))
         tokens_of: dict[int, list[int]] = {}  # a line's tokens, by its place in the file
         order = list(range(len(lines)))
-        for counter in range(num_repeats_per_file):
+        for counter in range(repeats):
             random.Random(counter).shuffle(order)
-            drawn = _needle(needle_file, language, counter)
             try:
-                needle = "\n" + drawn["needle"] + "\n"
-                question = text.question(drawn["retrieval_question"], language, guide)
-                keyword = drawn["arg2"]
-                needle_tokens = encoding.encode(needle)
-                answer = needle + "*" + keyword
+                drawn = draw(counter)
+                needles = [encoding.encode(needle) for needle in drawn.needles]
             except (KeyError, TypeError, ValueError) as exc:
-                raise DataError(f"{needle_file}: not a NeedleBench needle "
+                raise DataError(f"{files[0]}: not a NeedleBench needle "
                                 f"({type(exc).__name__}: {exc})") from None
-            wanted = max(length - length_buffer - len(needle_tokens), 0)
+            wanted = max(length - length_buffer - sum(map(len, needles)), 0)
             gathered: list[int] = []
             for index in order:
                 if index not in tokens_of:
@@ -274,13 +320,53 @@ def _origin(files: list[Path], path: str, length: int, depth: int, tokenizer_mod
                 if len(gathered) >= wanted:
                     break
             haystack = gathered[:wanted]
-            at = int(len(haystack) * (depth / 100))
-            context = encoding.decode(haystack[:at] + needle_tokens + haystack[at:])
-            rows.append({"prompt": text.prompt(context, question, language, position),
-                         "answer": answer})
+            for point, needle in zip(insert(len(haystack), needles), needles, strict=True):
+                haystack = haystack[:point] + needle + haystack[point:]
+            rows.append({"prompt": prompt(encoding.decode(haystack), drawn.question),
+                         "answer": drawn.answer})
     return rows
 
 
+def _files(known: tuple[str, ...]) -> Callable[[str, Mapping[str, Any]], list[str]]:
+    """The needle file, then each of the ``known`` haystacks the config lists."""
+    def files(root: str, arguments: Mapping[str, Any]) -> list[str]:
+        return [arguments["needle_file_name"],
+                *(name for name in known if name in arguments["file_list"])]
+    return files
+
+
+def _origin(files: list[Path], path: str, length: int, depth: int, tokenizer_model: str,
+            file_list: list[str], num_repeats_per_file: int, length_buffer: int, guide: bool,
+            language: str, needle_file_name: str, position: str = "End") -> Splits:
+    """``NeedleBenchOriginDataset``: ``num_repeats_per_file`` rows (``prompt``, ``answer``)
+    per haystack file, one needle each."""
+    _check(language, position, files, num_repeats_per_file)
+    text = _text("origin")
+    return _haystack_rows(
+        files, length=length, length_buffer=length_buffer, repeats=num_repeats_per_file,
+        tokenizer_model=tokenizer_model,
+        draw=lambda counter: _needle(files[0], language, counter, text, guide),
+        insert=lambda size, needles: [int(size * (depth / 100))],
+        prompt=lambda context, question: text.prompt(context, question, language, position))
+
+
+def _multi(files: list[Path], path: str, length: int, depth: int, tokenizer_model: str,
+           file_list: list[str], num_repeats_per_file: int, length_buffer: int, guide: bool,
+           language: str, needle_file_name: str, num_needles: int, diff: int,
+           position: str = "End") -> Splits:
+    """``NeedleBenchMultiDataset``: ``num_repeats_per_file`` rows (``prompt``, ``answer``)
+    per haystack file, ``num_needles`` needles each, ``diff`` percent apart."""
+    _check(language, position, files, num_repeats_per_file)
+    text = _text("multi")
+    return _haystack_rows(
+        files, length=length, length_buffer=length_buffer, repeats=num_repeats_per_file,
+        tokenizer_model=tokenizer_model,
+        draw=lambda counter: _reasoning(files[0], num_needles, counter, text, language, guide),
+        insert=lambda size, needles: _insertion_points(size, needles, depth, diff),
+        prompt=lambda context, question: text.prompt(context, question, language, position))
+
+
 READERS = (
-    NativeReader("NeedleBenchOriginDataset", _origin, _files),
+    NativeReader("NeedleBenchOriginDataset", _origin, _files(ORIGIN_HAYSTACKS)),
+    NativeReader("NeedleBenchMultiDataset", _multi, _files(HAYSTACKS)),
 )
