@@ -39,10 +39,10 @@ NOT_LOAD_KEYS = frozenset({
 @cache
 def native_readers() -> dict[str, NativeReader]:
     """Every native reader by class name (each family module lists its own)."""
-    from . import benches, choices, code, exams, hf, jsonsets, lines, needles, qa
+    from . import babilong, benches, choices, code, exams, hf, jsonsets, lines, needles, qa
 
     found: dict[str, NativeReader] = {}
-    for family in (exams, lines, code, jsonsets, choices, qa, hf, benches, needles):
+    for family in (exams, lines, code, jsonsets, choices, qa, hf, benches, needles, babilong):
         readers: Sequence[NativeReader] = family.READERS
         for reader in readers:
             if reader.name in found:

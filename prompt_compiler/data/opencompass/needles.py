@@ -27,7 +27,7 @@ from typing import Any
 from ...errors import ConfigError, DataError, UnsupportedError
 from ..rows import Row
 from .files import json_document, json_lines
-from .oc_text import package_file, source_tree
+from .oc_text import filled, package_file, source_tree
 from .registry import NativeReader, NotNative, Splits
 
 __all__ = ["READERS"]
@@ -82,32 +82,8 @@ class _Text:
         return question if rewrite is None else rewrite(question)
 
     def prompt(self, context: str, question: str, language: str, position: str) -> Text:
-        return self._render(self.prompts[language, position],
-                            {"context": context, "retrieval_question": question})
-
-    def _render(self, node: ast.expr, values: Mapping[str, str]) -> Text:
-        """A prompt expression (literals, f-strings of ``values``, ``+``, and a tuple, which
-        the rows hold as a list) filled with ``values``; never executed.
-
-        Raises:
-            NotNative: Another kind of expression.
-        """
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
-        if isinstance(node, ast.JoinedStr):
-            return "".join(str(self._render(part, values)) for part in node.values)
-        if (isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name)
-                and node.value.id in values and node.conversion == -1
-                and node.format_spec is None):
-            return values[node.value.id]
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self._render(node.left, values), self._render(node.right, values)
-            if isinstance(left, str) and isinstance(right, str):
-                return left + right
-        if isinstance(node, ast.Tuple):
-            return [str(self._render(item, values)) for item in node.elts]
-        raise NotNative(f"{self.source}: a prompt written as {ast.unparse(node)[:40]!r}, not "
-                        "text this project reads")
+        return filled(self.prompts[language, position],
+                      {"context": context, "retrieval_question": question}, self.source)
 
 
 def _branches(body: list[ast.stmt], env: Mapping[str, str]

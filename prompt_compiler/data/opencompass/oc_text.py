@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
 from .registry import NotNative
 
-__all__ = ["module_strings", "package_file", "source_tree"]
+__all__ = ["filled", "module_strings", "package_file", "source_tree"]
 
 
 def package_file(*parts: str) -> Path:
@@ -59,3 +60,29 @@ def module_strings(file: Path) -> dict[str, str]:
                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             found[node.targets[0].id] = node.value.value
     return found
+
+
+def filled(node: ast.expr, values: Mapping[str, str], where: str) -> str | list[str]:
+    """A text expression of OpenCompass's source filled with ``values``, never executed:
+    literals, f-strings of names in ``values`` (no conversion or format), ``+`` of texts, and a
+    tuple of texts (a list, as a ``Dataset`` holds it).
+
+    Raises:
+        NotNative: Another kind of expression (``where`` names the source).
+    """
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(filled(part, values, where)) for part in node.values)
+    if (isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name)
+            and node.value.id in values and node.conversion == -1 and node.format_spec is None):
+        return values[node.value.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = filled(node.left, values, where), filled(node.right, values, where)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+    if isinstance(node, ast.Tuple):
+        return [str(filled(item, values, where)) for item in node.elts]
+    raise NotNative(f"{where}: text written as {ast.unparse(node)[:40]!r}, which this project "
+                    "does not read")
+

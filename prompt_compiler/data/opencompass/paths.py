@@ -32,6 +32,7 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/ai2_arc-test": "./data/ARC/ARC-c/ARC-Challenge-Test.jsonl",
     "opencompass/GAOKAO-BENCH": "./data/GAOKAO-BENCH/data",
     "opencompass/aime2024": "./data/aime.jsonl",
+    "opencompass/babilong": "./data/babilong/data/",
     "opencompass/bbh": "./data/BBH/data",
     "opencompass/bigcodebench": "./data/bigcodebench/",
     "opencompass/ceval-exam": "./data/ceval/formal_ceval",
