@@ -38,14 +38,15 @@ scored; OpenCompass's ``get_ppl(inputs, mask_length)`` name):
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RenderError
 from .classes import find_class
 from .hub import FETCH_HINT
 
-__all__ = ["IdsJson", "RecordIds", "check_tokenize", "lmdeploy_text", "one_bos", "prompt_ids"]
+__all__ = ["BosRule", "IdsJson", "RecordIds", "check_tokenize", "lmdeploy_text", "one_bos",
+           "prompt_ids"]
 
 
 def _lmdeploy(model: Any) -> bool:
@@ -99,31 +100,64 @@ def lmdeploy_text(model: Any, text: str) -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class BosRule:
+    """How a prompt's ids follow from its body ids (the text encoded without special
+    tokens): ``lead`` put first, after dropping the body's leading copies of ``collapse``.
+    The one place of the BOS rule of the module docstring (compat and default mode)."""
+
+    lead: tuple[int, ...] | None
+    """The ids put before the body; ``None``: the ids are ``encode(text)`` with the
+    post-processor's special tokens, which add more than a beginning (compat mode)."""
+    collapse: int | None = None
+    """Default mode: the BOS, whose leading copies in the body become the one in ``lead``."""
+
+    @classmethod
+    def of(cls, model: Any, policy: Any) -> BosRule:
+        """The rule of ``model``'s ids under ``policy`` (D21 fixed or not)."""
+        tokenizer = model.count_tokens
+        if policy.fixes("D21"):
+            return cls.one_bos(tokenizer)
+        if model.renderer == "hf_chat" and not _lmdeploy(model):
+            return cls(())  # the template's text alone, no special tokens added (D28)
+        # lm models, and the text OpenCompass hands lmdeploy (already less its leading
+        # bos_token: lmdeploy_text): encoded with the post-processor's special tokens
+        # (lmdeploy's HuggingFaceTokenizer.encode)
+        return cls(tokenizer.full_prefix())
+
+    @classmethod
+    def one_bos(cls, tokenizer: Any) -> BosRule:
+        """Default mode (D21): exactly one leading BOS where the model has one."""
+        bos = model_bos(tokenizer)
+        return cls((), None) if bos is None else cls((bos,), bos)
+
+    def keeps(self, body: list[int]) -> bool:
+        """Whether the body's ids stay as they are behind :attr:`lead` (nothing collapses)."""
+        return self.collapse is None or body[:1] != [self.collapse]
+
+    def apply(self, body: list[int]) -> list[int]:
+        """The prompt's ids from its body ids (``lead`` must not be ``None``)."""
+        assert self.lead is not None
+        start, bos = 0, self.collapse
+        if bos is not None:
+            while start < len(body) and body[start] == bos:
+                start += 1
+        return [*self.lead, *body[start:]]
+
+
 def prompt_ids(model: Any, text: str, policy: Any) -> list[int]:
     """The ids of one prompt text (already the chat template's text for ``hf_chat``)."""
     tokenizer = model.count_tokens
-    if not policy.fixes("D21"):
-        if model.renderer == "hf_chat":
-            if _lmdeploy(model):
-                # the text OpenCompass hands lmdeploy (already less its leading bos_token:
-                # lmdeploy_text), encoded with the tokenizer's special tokens
-                # (lmdeploy's HuggingFaceTokenizer.encode)
-                return list(tokenizer.full_ids(text))
-            return list(tokenizer.body_ids(text))
-        return list(tokenizer.full_ids(text))
-    return one_bos(tokenizer, list(tokenizer.body_ids(text)))
+    rule = BosRule.of(model, policy)
+    if rule.lead is None:
+        return list(tokenizer.encode(text))
+    return rule.apply(list(tokenizer.body_ids(text)))
 
 
 def one_bos(tokenizer: Any, body: list[int]) -> list[int]:
     """Default mode (D21): ``body`` (ids without special tokens added) with exactly one
     leading BOS where the model has one."""
-    bos = model_bos(tokenizer)
-    if bos is None:
-        return body
-    start = 0
-    while start < len(body) and body[start] == bos:
-        start += 1
-    return [bos, *body[start:]]
+    return BosRule.one_bos(tokenizer).apply(body)
 
 
 class RecordIds:
@@ -220,37 +254,32 @@ class RecordIds:
 
 
 class IdsJson:
-    """The JSON text of an ``lm`` prompt's ``input_ids`` (``[1, 2, 3]``), as
-    :func:`~prompt_compiler.emit.records.record_bytes` writes :func:`prompt_ids`'s list, with
-    the JSON of a reused shared beginning (:mod:`.fast_ids`) written once."""
+    """The JSON text of a prompt's ``input_ids`` (``[1, 2, 3]``), as
+    :func:`~prompt_compiler.emit.records.record_bytes` writes :func:`prompt_ids`'s list
+    (the same :class:`BosRule`), with the JSON of a reused shared beginning
+    (:mod:`.fast_ids`) written once."""
 
     def __init__(self, job: Any) -> None:
         self.model, self.policy = job.model, job.policy
-        tokenizer = job.model.count_tokens
-        tokenizer.body_ids("")  # builds its PrefixIds
-        self.fast = tokenizer._fast
-        self.bos = model_bos(tokenizer)
-        self.compat = not job.policy.fixes("D21")
-        if self.compat:
-            tokenizer.full_ids("")  # decides whether the post-processor only adds a prefix
-            self.lead: list[int] | None = (list(tokenizer.added_prefix)
-                                           if tokenizer._prefix_only else None)
-        else:
-            self.lead = [self.bos] if self.bos is not None else []
+        self.rule = BosRule.of(job.model, job.policy)
+        self.fast = job.model.count_tokens.body_encoder
         self.heads: dict[str, bytes] = {}
 
     def __call__(self, text: str) -> bytes:
-        lead = self.lead
-        if lead is not None:
-            prefix, head_ids, rest = self.fast.encode_parts(text)
-            if prefix and (self.compat or self.bos is None or head_ids[:1] != [self.bos]):
-                head = self.heads.get(prefix)
-                if head is None:
-                    if len(self.heads) > 64:
-                        self.heads.clear()
-                    head = self.heads[prefix] = ", ".join(map(str, [*lead, *head_ids])).encode()
-                if not rest:
-                    return b"[" + head + b"]"
-                # a list of ints' repr is its JSON as record_bytes writes it ("1, 2")
-                return b"[" + head + b", " + repr(rest)[1:].encode()
-        return repr(prompt_ids(self.model, text, self.policy)).encode()
+        rule = self.rule
+        if rule.lead is None:
+            return repr(prompt_ids(self.model, text, self.policy)).encode()
+        prefix, head_ids, rest = self.fast.encode_parts(text)
+        if not prefix:
+            return repr(rule.apply(rest)).encode()
+        if not rule.keeps(head_ids):
+            return repr(rule.apply(head_ids + rest)).encode()
+        head = self.heads.get(prefix)
+        if head is None:
+            if len(self.heads) > 64:
+                self.heads.clear()
+            head = self.heads[prefix] = ", ".join(map(str, [*rule.lead, *head_ids])).encode()
+        if not rest:
+            return b"[" + head + b"]"
+        # a list of ints' repr is its JSON as record_bytes writes it ("1, 2")
+        return b"[" + head + b", " + repr(rest)[1:].encode()

@@ -215,27 +215,39 @@ class HFTokenizer(Tokenizer):
     _prefix_only: bool | None = field(default=None, init=False, repr=False)
     _added: dict[str, int] | None = field(default=None, init=False, repr=False)
 
-    def body_ids(self, text: str) -> list[int]:
-        """``encode(text, special_tokens=False)``, reusing the ids of a beginning shared
-        with earlier texts where that is provably the same (:mod:`.fast_ids`)."""
+    @property
+    def body_encoder(self) -> Any:
+        """The encoder of :meth:`body_ids` (a :class:`.fast_ids.PrefixIds`: its
+        ``encode_parts`` also tells which shared beginning it reused)."""
         fast = self._fast
         if fast is None:
             from .fast_ids import PrefixIds
 
             fast = self._fast = PrefixIds.of_backend(self.backend)
-        ids: list[int] = fast.encode(text)
+        return fast
+
+    def body_ids(self, text: str) -> list[int]:
+        """``encode(text, special_tokens=False)``, reusing the ids of a beginning shared
+        with earlier texts where that is provably the same (:mod:`.fast_ids`)."""
+        ids: list[int] = self.body_encoder.encode(text)
         return ids
 
-    def full_ids(self, text: str) -> list[int]:
-        """``encode(text)`` with the post-processor's special tokens, through
-        :meth:`body_ids` when the post-processor only puts :attr:`added_prefix` first."""
+    def full_prefix(self) -> tuple[int, ...] | None:
+        """The ids ``encode(text)`` puts before :meth:`body_ids`'s when that is all the
+        post-processor adds (:attr:`added_prefix`), else ``None`` (it adds more, e.g. an EOS)."""
         if self._prefix_only is None:
             prefix = list(self.added_prefix)
             self._prefix_only = all(
                 self.encode(probe) == prefix + self.encode(probe, special_tokens=False)
                 for probe in ("x", "a b\nc", ""))
-        if self._prefix_only:
-            return [*self.added_prefix, *self.body_ids(text)]
+        return self.added_prefix if self._prefix_only else None
+
+    def full_ids(self, text: str) -> list[int]:
+        """``encode(text)`` with the post-processor's special tokens, through
+        :meth:`body_ids` when the post-processor only puts :attr:`added_prefix` first."""
+        prefix = self.full_prefix()
+        if prefix is not None:
+            return [*prefix, *self.body_ids(text)]
         return self.encode(text)
 
 
