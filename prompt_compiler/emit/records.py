@@ -48,10 +48,28 @@ from ..safety.values import is_finite_json
 SCORED = frozenset({"ppl", "clp", "ll"})
 """Record modes scored on the prompt's tokens: with ids they carry ``mask_length``."""
 
-__all__ = ["SCORED", "prompt_sha256", "record_bytes", "record_json", "sha256_file"]
+__all__ = ["ABSENT", "SCORED", "SLOT", "TEXT_SLOT", "plain", "prompt_sha256", "record_bytes",
+           "record_json", "record_object", "record_pieces", "sha256_file", "value_bytes"]
 
 
-def _json_value(value: Any) -> bytes:
+class _Slot:
+    """A value a line's writer fills in later (:func:`record_pieces`)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json_bytes: bytes) -> None:
+        self.json = json_bytes
+
+
+SLOT: Any = _Slot(b"\0")
+"""A value filled in as JSON bytes (an int, a list, any JSON value)."""
+TEXT_SLOT: Any = _Slot(b'"\0"')
+"""A string filled in as its JSON-escaped text between the quotes the pieces keep."""
+ABSENT: Any = object()
+"""A field left out of the record (:func:`record_object`'s ``spans`` default)."""
+
+
+def value_bytes(value: Any) -> bytes:
     """One value as ``json.dumps(value, ensure_ascii=False)`` writes it, fast for str and int."""
     kind = type(value)
     if kind is str:
@@ -68,6 +86,9 @@ def _json_value(value: Any) -> bytes:
         return b"null"
     if kind is bool:
         return b"true" if value else b"false"
+    if kind is _Slot:
+        slot: bytes = value.json
+        return slot
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except ValueError:  # strict JSON: no NaN/Infinity token is ever written
@@ -88,11 +109,11 @@ def record_bytes(obj: dict[str, Any]) -> bytes:
         for key, value in obj.items():
             k = _KEYS.get(key)
             if k is None:
-                k = _KEYS[key] = _json_value(key) + b": "
-            items.append(k + (orjson.dumps(value) if type(value) is str else _json_value(value)))
+                k = _KEYS[key] = value_bytes(key) + b": "
+            items.append(k + (orjson.dumps(value) if type(value) is str else value_bytes(value)))
     except orjson.JSONEncodeError:
         for value in obj.values():
-            _json_value(value)  # raises the DataError naming the text
+            value_bytes(value)  # raises the DataError naming the text
         raise
     return b"{" + b", ".join(items) + b"}\n"
 
@@ -120,37 +141,69 @@ def record_json(rec: Record) -> dict[str, Any]:
         digest = prompt_sha256(prompt)
     except DataError as err:
         raise err.located(dataset=rec.dataset, model=rec.model, row=rec.index) from None
-    out: dict[str, Any] = {"dataset": rec.dataset, "model": rec.model, "mode": rec.mode,
-                           "index": rec.index, "row": rec.row}
     if rec.mode in ("ppl", "ll"):
         _check_strict(rec, "label", rec.label)
-        out["label"] = rec.label
-    if rec.mode == "chat" or rec.turn is not None:
-        out["turn"] = rec.turn
     if rec.mode == "ll":
         _check_strict(rec, "continuation", rec.extra.get("continuation"))
-        out["continuation"] = rec.extra.get("continuation")
-    out["ice_ids"] = list(rec.ice_ids)
-    dropped = list(rec.retrieved_ids[len(rec.ice_ids):])
-    if dropped or rec.over_limit:  # the truncation report
+    return record_object(
+        rec.dataset, rec.model, rec.mode, rec.index, rec.row, label=rec.label, turn=rec.turn,
+        continuation=rec.extra.get("continuation"), ice_ids=list(rec.ice_ids),
+        dropped=list(rec.retrieved_ids[len(rec.ice_ids):]), over_limit=rec.over_limit,
+        token_len_before=rec.token_len_full, token_len_after=rec.token_len, prompt=prompt,
+        prompt_sha256=digest, input_ids=None if rec.input_ids is None else list(rec.input_ids),
+        mask_length=rec.mask_length, max_out_len=rec.max_out_len, stop=list(rec.stop),
+        stop_token_ids=list(rec.stop_token_ids), gold=_plain(rec, rec.gold),
+        spans=ABSENT if rec.spans is None else None if rec.spans is SPANS_UNKNOWN else rec.spans)
+
+
+def record_object(dataset: str, model: str, mode: str, index: Any, row: Any, *, ice_ids: Any,
+                  prompt: Any, prompt_sha256: Any, max_out_len: Any, stop: Any,
+                  stop_token_ids: Any, gold: Any, label: Any = None, turn: Any = None,
+                  continuation: Any = None, dropped: Any = (), over_limit: bool = False,
+                  token_len_before: Any = None, token_len_after: Any = None,
+                  input_ids: Any = None, mask_length: Any = None, spans: Any = ABSENT
+                  ) -> dict[str, Any]:
+    """One record's object: which fields a record of ``mode`` has, in their order (the one
+    place of both; the module docstring). Values are written as given (a :data:`SLOT` or
+    :data:`TEXT_SLOT` stands for one a line's writer fills in: :func:`record_pieces`)."""
+    out: dict[str, Any] = {"dataset": dataset, "model": model, "mode": mode, "index": index,
+                           "row": row}
+    if mode in ("ppl", "ll"):
+        out["label"] = label
+    if mode == "chat" or turn is not None:
+        out["turn"] = turn
+    if mode == "ll":
+        out["continuation"] = continuation
+    out["ice_ids"] = ice_ids
+    if dropped or over_limit:  # the truncation report
         out["dropped_ice_ids"] = dropped
-        out["token_len_before"] = rec.token_len_full
-        out["token_len_after"] = rec.token_len
-    if rec.over_limit:
+        out["token_len_before"] = token_len_before
+        out["token_len_after"] = token_len_after
+    if over_limit:
         out["over_limit"] = True
     out["prompt"] = prompt
-    out["prompt_sha256"] = digest
-    if rec.input_ids is not None:
-        out["input_ids"] = list(rec.input_ids)
-        if rec.mode in SCORED:
-            out["mask_length"] = rec.mask_length
-    out["max_out_len"] = rec.max_out_len
-    out["stop"] = list(rec.stop)
-    out["stop_token_ids"] = list(rec.stop_token_ids)
-    out["gold"] = _plain(rec, rec.gold)
-    if rec.spans is not None:
-        out["spans"] = None if rec.spans is SPANS_UNKNOWN else rec.spans
+    out["prompt_sha256"] = prompt_sha256
+    if input_ids is not None:
+        out["input_ids"] = input_ids
+        if mode in SCORED:
+            out["mask_length"] = mask_length
+    out["max_out_len"] = max_out_len
+    out["stop"] = stop
+    out["stop_token_ids"] = stop_token_ids
+    out["gold"] = gold
+    if spans is not ABSENT:
+        out["spans"] = spans
     return out
+
+
+def record_pieces(obj: dict[str, Any]) -> tuple[dict[str, bytes], bytes]:
+    """The bytes of a record line around its slots (:data:`SLOT`, :data:`TEXT_SLOT`):
+    ``(before, end)``, ``before[key]`` the bytes between the previous slot and the slot of
+    ``key`` (a text slot's quotes included), ``end`` those after the last slot. A line is the
+    pieces with each slot's JSON between them (a text slot's escaped text without quotes)."""
+    keys = [key for key, value in obj.items() if type(value) is _Slot]
+    parts = record_bytes(obj).split(b"\0")  # JSON text never holds a raw NUL
+    return dict(zip(keys, parts, strict=False)), parts[-1]
 
 
 def _check_strict(rec: Record, name: str, value: Any) -> None:
@@ -177,10 +230,18 @@ def _unwritable(rec: Record, name: str, exc: BaseException) -> DataError:
                      row=rec.index, hint="fix the value in the data or the config")
 
 
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of a data value (tuples as lists; other types by their ``str``).
+
+    Raises:
+        ValueError: it holds NaN or Infinity.
+    """
+    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+
+
 def _plain(rec: Record, value: Any) -> Any:
-    """A JSON-ready copy of a data value (tuples as lists; other types by their ``str``)."""
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+        return plain(value)
     except ValueError as exc:
         raise _unwritable(rec, "gold answer", exc) from None
 

@@ -20,7 +20,6 @@ column (the generic path names it).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -29,7 +28,17 @@ from typing import Any
 import orjson
 
 from ..assemble.base import Job
-from ..emit.records import record_bytes, record_json
+from ..emit.records import (
+    SLOT,
+    TEXT_SLOT,
+    plain,
+    record_bytes,
+    record_json,
+    record_object,
+    record_pieces,
+    value_bytes,
+)
+from ..errors import DataError
 from ..safety import limits
 from .core import GENERIC, RowPlanner, job_labels, plannable
 from .probe import Plan
@@ -40,26 +49,15 @@ BLOCK = 256
 """Lines joined into one block (one write, one hash update, one progress tick burst)."""
 
 
-def _json(value: Any) -> bytes:
-    """``value`` as :func:`.emit.record_bytes` writes it after :func:`.emit.record_json`."""
+def _gold(value: Any) -> bytes:
+    """A gold answer as :func:`.emit.record_bytes` writes it after :func:`.emit.record_json`
+    (a copy of the data value: :func:`.emit.records.plain`)."""
     kind = type(value)
     if kind is str:
         return orjson.dumps(value)
-    if value is None:
-        return b"null"
-    if kind is int:
-        return str(value).encode()
-    # record_json's copy of a data value (tuples as lists, other types by their str)
-    plain = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
-    return record_bytes({"": plain})[5:-2]  # between b'{"": ' and b'}\n'
-
-
-def _label(value: Any) -> bytes:
-    """A ppl label as :func:`.emit.records.record_bytes` writes it; raises where
-    :func:`.emit.records.record_json` refuses it (no strict JSON form in UTF-8)."""
-    if not isinstance(value, (int, bool)) and value is not None:
-        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    return record_bytes({"": value})[5:-2]
+    if value is None or kind is int:
+        return value_bytes(value)
+    return value_bytes(plain(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +66,8 @@ class _Shape:
 
     plan: Plan
     head: bytes
-    """The line up to the prompt's first literal, escaped, without its closing quote."""
+    """The line from the label (ppl) or ``ice_ids`` to the prompt's first literal, escaped,
+    without its closing quote."""
     digest: Any
     """sha256 state after the first literal's UTF-8 bytes."""
     rest: str
@@ -80,7 +79,7 @@ class _Shape:
 def _shape(plan: Plan, head: bytes) -> _Shape:
     first = plan.literals[0]
     rest = "%s".join(["", *(s.replace("%", "%%") for s in plan.literals[1:])])
-    return _Shape(plan, head + orjson.dumps(first)[:-1], hashlib.sha256(first.encode()), rest,
+    return _Shape(plan, head + orjson.dumps(first)[1:-1], hashlib.sha256(first.encode()), rest,
                   _getter(plan.columns))
 
 
@@ -100,9 +99,6 @@ def _getter(columns: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any
             found = lambda row: ()  # noqa: E731
         _GETTERS[columns] = found
     return found
-
-
-_SHA = b', "prompt_sha256": "'
 
 
 class Lines:
@@ -128,23 +124,27 @@ class Lines:
         self.shapes: dict[tuple[int, ...], list[_Shape]] = {}
         model = job.model
         self.gold = job.reader.output_column
-        self.prefix = (b'{"dataset": ' + orjson.dumps(job.abbr) + b', "model": '
-                       + orjson.dumps(model.abbr) + b', "mode": "' + kind.encode()
-                       + b'", "index": ')
         settings = job.settings
-        self.settings = b", " + record_bytes({"max_out_len": settings.max_out_len,
-                                              "stop": list(settings.stop),
-                                              "stop_token_ids": list(settings.stop_token_ids)}
-                                             )[1:-2]
         self.ids: Any = None  # with tokenize: the JSON of a prompt's input_ids
-        from ..inspection.spans import record_ids  # which text came from data (D23)
-
-        self.record_ids: Any = record_ids(job, kind, params, self.labels)
         if model.tokenize:
             from ..model.token_ids import IdsJson
 
             self.ids = IdsJson(job)
-        self.mask = b', "mask_length": 0' if kind == "ppl" else b""
+        # the bytes around a line's values, from the record encoder (mask_length: 0 for ppl)
+        before, self.end = record_pieces(record_object(
+            job.abbr, model.abbr, kind, SLOT, SLOT, label=SLOT, ice_ids=SLOT, prompt=TEXT_SLOT,
+            prompt_sha256=TEXT_SLOT, input_ids=None if self.ids is None else SLOT,
+            mask_length=0, max_out_len=settings.max_out_len, stop=list(settings.stop),
+            stop_token_ids=list(settings.stop_token_ids), gold=SLOT))
+        self.head = (before["index"].replace(b"%", b"%%") + b"%d"
+                     + before["row"].replace(b"%", b"%%") + b"%d")
+        self.label_piece = before.get("label", b"")
+        self.ice_piece, self.prompt_piece = before["ice_ids"], before["prompt"]
+        self.sha_piece, self.ids_piece = before["prompt_sha256"], before.get("input_ids", b"")
+        self.gold_piece = before["gold"]
+        from ..inspection.spans import record_ids  # which text came from data (D23)
+
+        self.record_ids: Any = record_ids(job, kind, params, self.labels)
 
     def over(self, retrieved: Sequence[Sequence[int]], rows: range | None) -> Lines:
         """These lines for other rows of the same job (a batch of a Ray dataset): the plans
@@ -165,13 +165,13 @@ class Lines:
             return None
         if not all(type(i) is int for i in key):
             return None
-        ice = b', "ice_ids": [' + ", ".join(map(str, key)).encode() + b'], "prompt": '
+        ice = self.ice_piece + value_bytes(list(key)) + self.prompt_piece
         if self.kind == "gen":
             shapes = [_shape(plans[0], ice)]
         else:
             try:
-                heads = [b', "label": ' + _label(label) + ice for label in self.labels]
-            except (ValueError, TypeError, UnicodeEncodeError, orjson.JSONEncodeError):
+                heads = [self.label_piece + value_bytes(label) + ice for label in self.labels]
+            except (DataError, TypeError):
                 return None  # the generic path names the label
             shapes = [_shape(p, h) for p, h in zip(plans, heads, strict=True)]
         if len(self.shapes) > 1_000:
@@ -220,12 +220,10 @@ class Lines:
             first = shapes[0]
             values = first.values(row)  # "%s" formats each value as str() does
             col = self.gold
-            gold = None if col is None else row.get(col)
-            tail = self.settings + b', "gold": ' + (
-                orjson.dumps(gold) if type(gold) is str else _json(gold)) + b"}\n"
+            tail = self.gold_piece + _gold(None if col is None else row.get(col)) + self.end
             ids = self.ids
             idx = row.get("idx", index)
-            head = self.prefix + b"%d, \"row\": %d" % (index, idx if type(idx) is int else index)
+            head = self.head % (index, idx if type(idx) is int else index)
             decide = self.planner.decide
             out: list[bytes] = []
             for shape in shapes:
@@ -238,11 +236,11 @@ class Lines:
                     return None
                 digest = shape.digest.copy()
                 digest.update(rest.encode())
-                # without tokenize: the closing quote of prompt_sha256
-                token_ids = b'"' if ids is None else (
-                    b'", "input_ids": ' + ids(shape.plan.literals[0] + rest) + self.mask)
-                out += (head, shape.head, orjson.dumps(rest)[1:], _SHA,
-                        digest.hexdigest().encode(), token_ids, tail)
+                out += (head, shape.head, orjson.dumps(rest)[1:-1], self.sha_piece,
+                        digest.hexdigest().encode())
+                if ids is not None:
+                    out += (self.ids_piece, ids(shape.plan.literals[0] + rest))
+                out.append(tail)
             return out
         except (UnicodeEncodeError, orjson.JSONEncodeError, ValueError, TypeError, KeyError):
             return None  # text with no UTF-8 form, NaN, no such column: the generic path names it
