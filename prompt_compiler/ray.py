@@ -36,7 +36,8 @@ from typing import Any
 
 from .emit.formats import sampling_params
 from .errors import ConfigError, DataError, PromptCompilerError, UnsupportedError
-from .run.engines.ray import Offset, Shots, require_ray
+from .retrieve.basic import BlockIndex
+from .run.engines.ray import Offset, block_ids, block_index, require_ray
 
 __all__ = ["compile_dataset", "require_ray", "sampling_params"]
 
@@ -118,7 +119,7 @@ def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> d
         subdivision = first.get("subdivision", job.abbr) if isinstance(first, Mapping) else ""
         columns = [c for c in first if c not in ("subdivision", "idx")] if first else []
         job.rows = DatasetRows(train, ())
-        shots = Shots(job, train)
+        shots = block_index(job, train)
     except PromptCompilerError as err:
         raise locate(pair, err) from None
     return {"job": job, "kind": kind, "params": params, "shots": shots,
@@ -139,7 +140,7 @@ class CompileBatches:
         if isinstance(prepared, ray.ObjectRef):
             prepared = ray.get(prepared)
         self.job, self.kind = prepared["job"], prepared["kind"]
-        self.shots: Shots = prepared["shots"]
+        self.shots: BlockIndex = prepared["shots"]
         self.subdivision = prepared["subdivision"]
         self.id_column, self.sampling_params = id_column, sampling_params
         self.total = total
@@ -160,7 +161,7 @@ class CompileBatches:
             test = RowView(Offset(run, base), columns, self.subdivision, "rows")
             job = self.job
             job.rows = DatasetRows(job.rows.train, test)
-            ids = self.shots.ids(job, test[base:], base, len(test))
+            ids = block_ids(job, self.shots, test[base:], base)
             span = range(base, base + len(run))
             try:
                 out.extend(self._lines(ids, span))

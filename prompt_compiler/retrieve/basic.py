@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from ..data.reader import ReaderConfig
 from ..errors import ConfigError, RetrievalError, UnsupportedError
@@ -18,6 +18,7 @@ from ..policy import Policy
 
 __all__ = [
     "BM25Retriever",
+    "BlockIndex",
     "FixKRetriever",
     "RandomRetriever",
     "Repeated",
@@ -41,6 +42,56 @@ class Retriever(Protocol):
     def retrieve(
         self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig, policy: Policy
     ) -> Sequence[list[int]]: ...
+
+
+class BlockRetriever(Protocol):
+    """A retriever whose ids for a test row depend on that row and the training rows alone,
+    so any block of test rows is retrieved on its own (a Ray task, a batch of a Ray dataset)."""
+
+    block_local: ClassVar[bool]
+    """True (a subclass that retrieves for the test split as a whole says False)."""
+
+    def block_state(self, train: Sequence[Row], reader: ReaderConfig, policy: Policy) -> Any:
+        """What retrieving for a block needs from the training rows (checked once here; it
+        pickles: engines send it to their workers)."""
+        ...
+
+    def retrieve_block(self, state: Any, rows: Sequence[Row], first: int,
+                       reader: ReaderConfig, policy: Policy) -> Sequence[list[int]]:
+        """The ids of ``rows``, the test rows ``first`` to ``first + len(rows) - 1``: what
+        :meth:`Retriever.retrieve` gives those rows of the whole test split."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BlockIndex:
+    """A retriever with its :meth:`BlockRetriever.block_state`: the example ids of any block
+    of test rows. Built once per job; it pickles."""
+
+    retriever: Any
+    state: Any
+
+    @staticmethod
+    def of(retriever: Any, train: Sequence[Row], reader: ReaderConfig,
+           policy: Policy) -> BlockIndex | None:
+        """The block index of ``retriever``, or None where it retrieves for the whole test
+        split only (a row's ids depend on the rows before it)."""
+        if not getattr(retriever, "block_local", False):
+            return None
+        return BlockIndex(retriever, retriever.block_state(train, reader, policy))
+
+    @property
+    def reads_rows(self) -> bool:
+        """Whether the test rows' values matter (not for fixed or no examples)."""
+        return not isinstance(self.retriever, (ZeroRetriever, FixKRetriever))
+
+    def ids(self, rows: Sequence[Row], first: int, reader: ReaderConfig,
+            policy: Policy) -> Sequence[list[int]]:
+        """The example ids of ``rows``, the test rows ``first`` to ``first + len(rows) - 1``
+        (indexed from 0)."""
+        found: Sequence[list[int]] = self.retriever.retrieve_block(self.state, rows, first,
+                                                                   reader, policy)
+        return found
 
 
 class Repeated(Sequence[list[int]]):
@@ -78,10 +129,18 @@ class ZeroRetriever:
 
     ice_separator: str = ""
     ice_eos_token: str = ""
+    block_local: ClassVar[bool] = True
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
                  policy: Policy) -> Sequence[list[int]]:
         return Repeated((), len(test))
+
+    def block_state(self, train: Sequence[Row], reader: ReaderConfig, policy: Policy) -> Any:
+        return None
+
+    def retrieve_block(self, state: Any, rows: Sequence[Row], first: int,
+                       reader: ReaderConfig, policy: Policy) -> Sequence[list[int]]:
+        return self.retrieve((), rows, reader, policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +150,7 @@ class FixKRetriever:
     fix_id_list: tuple[int, ...] = ()
     ice_separator: str = "\n"
     ice_eos_token: str = "\n"
+    block_local: ClassVar[bool] = True
     ice_num: int = 1  # accepted for compatibility; OpenCompass ignores it too
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
@@ -105,6 +165,14 @@ class FixKRetriever:
                 )
         return Repeated(self.fix_id_list, len(test))
 
+    def block_state(self, train: Sequence[Row], reader: ReaderConfig, policy: Policy) -> Any:
+        self.retrieve(train, [], reader, policy)  # checks the ids once
+        return None
+
+    def retrieve_block(self, state: Any, rows: Sequence[Row], first: int,
+                       reader: ReaderConfig, policy: Policy) -> Sequence[list[int]]:
+        return Repeated(self.fix_id_list, len(rows))
+
 
 @dataclass(frozen=True, slots=True)
 class RandomRetriever:
@@ -118,6 +186,7 @@ class RandomRetriever:
     seed: int = 43
     ice_separator: str = "\n"
     ice_eos_token: str = "\n"
+    block_local: ClassVar[bool] = True
     stateless: bool = False
     """Draw each row's ids from (seed, row id) alone (see :func:`stateless_sample`)."""
 
@@ -138,6 +207,22 @@ class RandomRetriever:
         rng = np.random.RandomState(self.seed)
         return [[int(i) for i in rng.choice(len(train), self.ice_num, replace=False)]
                 for _ in test]
+
+    def block_state(self, train: Sequence[Row], reader: ReaderConfig, policy: Policy) -> Any:
+        """The training split's size (stateless draws only)."""
+        if not self.stateless:
+            raise UnsupportedError(
+                "RandomRetriever draws each row's examples from one stream in row order, "
+                "so a row's examples depend on the rows before it",
+                key_path="infer_cfg.retriever",
+                hint="set stateless=True: each row's examples then depend on its id alone")
+        self.retrieve(train, [], reader, policy)  # checks ice_num once
+        return len(train)
+
+    def retrieve_block(self, state: Any, rows: Sequence[Row], first: int,
+                       reader: ReaderConfig, policy: Policy) -> Sequence[list[int]]:
+        return [stateless_sample(self.seed, row_id(row, first + k), state, self.ice_num)
+                for k, row in enumerate(rows)]
 
 
 def row_id(row: Row, position: int) -> int:
@@ -205,16 +290,27 @@ class BM25Retriever:
     ice_num: int = 1
     ice_separator: str = "\n"
     ice_eos_token: str = "\n"
+    block_local: ClassVar[bool] = True
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
                  policy: Policy) -> list[list[int]]:
+        return self.retrieve_block(self.block_state(train, reader, policy), test, 0, reader,
+                                   policy)
+
+    def block_state(self, train: Sequence[Row], reader: ReaderConfig, policy: Policy) -> Any:
+        """The BM25 index of the training rows' input fields."""
         from .bm25 import BM25Index, input_field_text
 
+        return BM25Index([input_field_text(r, reader.input_columns) for r in train])
+
+    def retrieve_block(self, state: Any, rows: Sequence[Row], first: int,
+                       reader: ReaderConfig, policy: Policy) -> list[list[int]]:
+        from .bm25 import input_field_text
+
         cols = reader.input_columns
-        index = BM25Index([input_field_text(r, cols) for r in train])
         stable = policy.fixes("D17")
-        return [index.rank(input_field_text(r, cols), self.ice_num, stable_ties=stable)
-                for r in test]
+        return [state.rank(input_field_text(r, cols), self.ice_num, stable_ties=stable)
+                for r in rows]
 
 
 # -- construction from config -------------------------------------------------------

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -144,10 +144,15 @@ class TopkRetriever:
     ice_eos_token: str = "\n"
     embedder: Callable[[Sequence[str], int], np.ndarray] | None = None
     """Stands in for the sentence-transformers model (tests, plugins)."""
+    block_local: ClassVar[bool] = True
+    """Retrieves for a block of test rows (:class:`.basic.BlockIndex`); not DPP or Votek."""
+
+    def _embedder(self) -> Callable[[Sequence[str], int], np.ndarray]:
+        return self.embedder or load_embedder(self.sentence_transformers_model_name)
 
     def _embed(self, train: Sequence[Row], test: Sequence[Row],
                reader: ReaderConfig) -> tuple[np.ndarray, np.ndarray]:
-        embed = self.embedder or load_embedder(self.sentence_transformers_model_name)
+        embed = self._embedder()
         return (embed(_corpus(train, reader), self.batch_size),
                 embed(_corpus(test, reader), self.batch_size))
 
@@ -164,6 +169,16 @@ class TopkRetriever:
         index, queries = self._embed(train, test, reader)
         return [top_k(index, q, self.ice_num) for q in queries]
 
+    def block_state(self, train: Sequence[Row], reader: ReaderConfig, policy: Policy) -> Any:
+        """The training rows' embeddings."""
+        self._check_k(self.ice_num, len(train), "ice_num")
+        return self._embedder()(_corpus(train, reader), self.batch_size)
+
+    def retrieve_block(self, state: Any, rows: Sequence[Row], first: int,
+                       reader: ReaderConfig, policy: Policy) -> list[list[int]]:
+        queries = self._embedder()(_corpus(rows, reader), self.batch_size)
+        return [top_k(state, q, self.ice_num) for q in queries]
+
 
 @dataclass(frozen=True, slots=True)
 class DPPRetriever(TopkRetriever):
@@ -173,6 +188,8 @@ class DPPRetriever(TopkRetriever):
     compat mode raises that error, the default mode (defect D20) returns what the code sets out to:
     the selected rows ordered by relevance.
     """
+
+    block_local: ClassVar[bool] = False
 
     candidate_num: int = 1
     seed: int = 1
@@ -247,6 +264,8 @@ def _greedy_map_dpp(kernel: np.ndarray, max_length: int) -> list[int]:
 @dataclass(frozen=True, slots=True)
 class VotekRetriever(TopkRetriever):
     """One diverse, representative set of training rows for every test row (vote-k)."""
+
+    block_local: ClassVar[bool] = False
 
     votek_k: int = 3
     seed: int = 1

@@ -45,11 +45,12 @@ from ...emit.shards import (
     write_shards,
 )
 from ...errors import ConfigError, PromptCompilerError, UnsupportedError
+from ...retrieve.basic import BlockIndex
 from ..pairs import Counts, PreparedJob, locate, pair_lines, range_lines
 from ..settings import CompileSettings
 
-__all__ = ["RANGE_ROWS", "Offset", "RayEngine", "Shots", "compile_pairs", "ray_session",
-           "require_ray"]
+__all__ = ["RANGE_ROWS", "Offset", "RayEngine", "block_ids", "block_index", "compile_pairs",
+           "ray_session", "require_ray"]
 
 RANGE_ROWS = 20_000
 """Test rows of one row block (fewer where that gives each CPU at least two blocks)."""
@@ -70,72 +71,22 @@ def require_ray(what: str = "the Ray engine") -> Any:
     return ray
 
 
-class Shots:
-    """How a batch's in-context example ids are found, in a form that pickles."""
+def block_index(job: Any, train: Sequence[Any]) -> BlockIndex:
+    """The job's retriever with what it needs to retrieve for any block of test rows
+    (:class:`~prompt_compiler.retrieve.basic.BlockIndex`), built once from ``train``."""
+    found = BlockIndex.of(job.retriever, train, job.reader, job.policy)
+    if found is None:
+        raise UnsupportedError(
+            f"{type(job.retriever).__name__} is not supported on Ray (supported: ZeroRetriever, "
+            "FixKRetriever, RandomRetriever with stateless=True, BM25Retriever, "
+            "TopkRetriever)", key_path="infer_cfg.retriever")
+    return found
 
-    def __init__(self, job: Any, train: Sequence[Any]) -> None:
-        from ...retrieve.basic import BM25Retriever, FixKRetriever, RandomRetriever, ZeroRetriever
 
-        retriever = job.retriever
-        self.kind = type(retriever).__name__
-        self.index: Any = None
-        if isinstance(retriever, (ZeroRetriever, FixKRetriever)):
-            retriever.retrieve(train, [], job.reader, job.policy)  # checks the ids once
-        elif isinstance(retriever, RandomRetriever):
-            if not retriever.stateless:
-                raise UnsupportedError(
-                    "RandomRetriever draws each row's examples from one stream in row order, "
-                    "so a row's examples depend on the rows before it",
-                    key_path="infer_cfg.retriever",
-                    hint="set stateless=True: each row's examples then depend on its id alone")
-            retriever.retrieve(train, [], job.reader, job.policy)
-        elif isinstance(retriever, BM25Retriever):
-            from ...retrieve.bm25 import BM25Index, input_field_text
-
-            self.index = BM25Index([input_field_text(r, job.reader.input_columns)
-                                    for r in train])
-        elif self.kind == "TopkRetriever":
-            from ...retrieve.embed import _corpus, load_embedder
-
-            retriever._check_k(retriever.ice_num, len(train), "ice_num")
-            embed = retriever.embedder or load_embedder(
-                retriever.sentence_transformers_model_name)
-            self.index = embed(_corpus(train, job.reader), retriever.batch_size)
-        else:
-            raise UnsupportedError(
-                f"{self.kind} is not supported on Ray (supported: ZeroRetriever, "
-                "FixKRetriever, RandomRetriever with stateless=True, BM25Retriever, "
-                "TopkRetriever)", key_path="infer_cfg.retriever")
-
-    def ids(self, job: Any, rows: Sequence[Any], base: int, total: int) -> Sequence[Any]:
-        """The example ids of ``rows``, the test rows ``base`` to ``base + len(rows) - 1``,
-        indexed by test row (``total`` rows in all)."""
-        retriever = job.retriever
-        if self.kind in ("ZeroRetriever", "FixKRetriever"):
-            same: Sequence[Any] = retriever.retrieve(job.rows.train, Sized(total), job.reader,
-                                                     job.policy)
-            return same
-        if self.kind == "RandomRetriever":
-            from ...retrieve.basic import row_id, stateless_sample
-
-            n = len(job.rows.train)
-            found = [stateless_sample(retriever.seed, row_id(row, base + k), n,
-                                      retriever.ice_num) for k, row in enumerate(rows)]
-        elif self.kind == "BM25Retriever":
-            from ...retrieve.bm25 import input_field_text
-
-            stable = job.policy.fixes("D17")
-            cols = job.reader.input_columns
-            found = [self.index.rank(input_field_text(r, cols), retriever.ice_num,
-                                     stable_ties=stable) for r in rows]
-        else:
-            from ...retrieve.embed import _corpus, load_embedder, top_k
-
-            embed = retriever.embedder or load_embedder(
-                retriever.sentence_transformers_model_name)
-            queries = embed(_corpus(rows, job.reader), retriever.batch_size)
-            found = [top_k(self.index, q, retriever.ice_num) for q in queries]
-        return Offset(found, base)
+def block_ids(job: Any, index: BlockIndex, rows: Sequence[Any], base: int) -> Offset:
+    """The example ids of ``rows``, the test rows ``base`` to ``base + len(rows) - 1``,
+    indexed by test row."""
+    return Offset(index.ids(rows, base, job.reader, job.policy), base)
 
 
 class Sized(Sequence[Any]):
@@ -333,9 +284,8 @@ def _block_job(rows: range, ids: bytes, pair: Any, settings: CompileSettings, sh
         shots = _from_store(shots)
         try:
             test = job.rows.test
-            mine = [test[i] for i in rows] if shots.kind not in (
-                "FixKRetriever", "ZeroRetriever") else []
-            retrieved = shots.ids(job, mine, rows.start, len(test))
+            mine = [test[i] for i in rows] if shots.reads_rows else Sized(len(rows))
+            retrieved = block_ids(job, shots, mine, rows.start)
         except PromptCompilerError as err:
             raise locate(pair, err) from None
     return PreparedJob(job, kind, params, retrieved)
@@ -395,7 +345,7 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
         ranges = [range(a, min(a + size, n)) for a in range(0, n, size)]
     try:
         try:
-            return ranges, Shots(job, job.rows.train), None
+            return ranges, block_index(job, job.rows.train), None
         except PromptCompilerError:
             return ranges, None, compiler.retrieve(job)
     except PromptCompilerError:
