@@ -296,7 +296,8 @@ def test_meta_template_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     def load_model_template(name_or_path: str) -> object:
         calls.append(name_or_path)
-        return types.SimpleNamespace(meta_template={"round": [{"role": "HUMAN"}]}, renderer="lm")
+        return types.SimpleNamespace(meta_template={"round": [{"role": "HUMAN"}]}, renderer="lm",
+                                     default_system=None)
 
     library.load_model_template = load_model_template  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "prompt_compiler.model.meta_library", library)

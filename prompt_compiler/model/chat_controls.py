@@ -26,9 +26,9 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["DATE_TODAY", "DEFAULT_DATE", "check_dicts", "check_prefix", "kwargs_sha256",
-           "date_string", "parse_date", "prints_date", "template_variables", "tokenizer_special_tokens",
-           "unread_kwargs"]
+__all__ = ["DATE_TODAY", "DEFAULT_DATE", "check_dicts", "check_prefix", "date_string",
+           "kwargs_sha256", "parse_date", "prints_date", "template_variables",
+           "tokenizer_special_tokens", "unread_kwargs"]
 
 DEFAULT_DATE = "2024-07-26"
 """The date ``strftime_now`` gives when a config sets none: the date Llama 3.1's own
