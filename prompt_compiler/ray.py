@@ -10,11 +10,14 @@
     records.write_parquet("s3://bucket/prompts/")
 
 Every output row is one record with the fields and values the CLI writes for the same test
-row (``dataset``, ``model``, ``mode``, ``index``, ``label`` for ppl, ``ice_ids``, ``prompt``,
+row (``dataset``, ``mode``, ``index``, ``label`` for ppl, ``ice_ids``, ``prompt``,
 ``prompt_sha256``, ``gold``, and ``over_limit`` and the token counts when ``max_seq_len``
 dropped examples), plus ``sampling_params`` (filled from the record, :func:`sampling_params`)
 and ``tokenized_prompt`` when asked for, which is what ``ray.data.llm``'s vLLM stage reads
-(see docs/ray.md).
+(see docs/ray.md). Two columns are shaped for that stage: the model's abbr is
+``model_abbr`` (the stage reads ``model`` as a LoRA adapter's name), and a prompt of chat
+messages is in ``messages`` (the stage takes a text ``prompt`` only; Ray's chat-template
+stage reads ``messages``), ``prompt`` then null.
 
 A row's id (its index in the test split, the record's ``index``) is its ``idx`` column
 (``id_column``): Ray Data does not number rows, and an id keeps records, and the examples
@@ -46,6 +49,10 @@ RECORD_FIELDS = ("dataset", "model", "mode", "index", "row", "label", "turn", "i
                  "prompt", "prompt_sha256", "input_ids", "mask_length", "max_out_len", "stop",
                  "stop_token_ids", "gold")
 """Every field a gen or ppl record can have, in the CLI's order (absent ones are null)."""
+
+COLUMNS = {"model": "model_abbr"}
+"""Record fields whose column has another name: Ray Data LLM's vLLM stage reads a ``model``
+column as the name of a LoRA adapter to apply."""
 
 
 # -- the job, built once by the caller ------------------------------------------------
@@ -168,7 +175,13 @@ class CompileBatches:
             except PromptCompilerError as err:
                 raise err.located(dataset=job.abbr, model=job.model.abbr, row=job.row) from None
         records = [orjson.loads(line) for line in b"".join(out).splitlines()]
-        cols: dict[str, list[Any]] = {f: [r.get(f) for r in records] for f in RECORD_FIELDS}
+        cols: dict[str, list[Any]] = {COLUMNS.get(f, f): [r.get(f) for r in records]
+                                      for f in RECORD_FIELDS}
+        # The stage takes a text prompt only: a record's chat messages go to their own column
+        # (what Ray's chat-template stage reads), in every batch, so the schema is one.
+        prompts = cols["prompt"]
+        cols["prompt"] = [p if isinstance(p, str) else None for p in prompts]
+        cols["messages"] = [p if isinstance(p, list) else None for p in prompts]
         cols["sampling_params"] = [sampling_params(r, self.sampling_params, every_key=True)
                                    for r in records]
         if self.tokenize:

@@ -158,3 +158,40 @@ def test_messages_lines_say_how_llm_chat_renders_them(tmp_path: Path) -> None:
                 .splitlines()]
     assert pre["messages"][-1] == {"role": "assistant", "content": "Answer:"}
     assert (pre["add_generation_prompt"], pre["continue_final_message"]) == (False, True)
+
+
+CHAT = """\
+datasets:
+  - abbr: gen
+    reader_cfg: {input_columns: [q], output_column: a}
+    infer_cfg:
+      prompt_template: {type: PromptTemplate, template: {round: [{role: HUMAN, prompt: "{q}"}]}}
+      retriever: {type: ZeroRetriever}
+      inferencer: {type: GenInferencer, max_out_len: 8}
+    splits: {train: [{q: "t", a: "A"}], test: [{q: "The cat sat", a: "A"}]}
+"""
+
+
+def test_compile_dataset_columns_are_what_ray_data_llm_reads(tmp_path: Path,
+                                                             cluster: Any) -> None:
+    """Ray 2.60's vLLM stage reads ``model`` as a LoRA adapter's name and ``prompt`` as a text
+    (``vllm_engine_stage.py``): the model's abbr is ``model_abbr``, and a chat-template
+    model's messages (no template at hand) are ``messages``, what Ray's chat-template stage
+    reads, with ``prompt`` null; a text prompt stays ``prompt`` and ``messages`` is null."""
+    from prompt_compiler.ray import compile_dataset
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    (tmp_path / "data.yaml").write_text(CHAT, encoding="utf-8")
+    rows = [{"q": "The cat sat", "a": "A", "idx": 0}]
+    (chat,) = compile_dataset(ray.data.from_items(rows), dataset=tmp_path / "data.yaml",
+                              abbr="gen", model={"abbr": "chat",
+                                                 "type": "VLLMwithChatTemplate"}).take_all()
+    assert "model" not in chat
+    assert (chat["model_abbr"], chat["prompt"], chat["messages"]) == (
+        "chat", None, [{"role": "user", "content": "The cat sat\n"}])
+    assert chat["sampling_params"] == {"max_tokens": 8, "stop": [], "stop_token_ids": []}
+    (text,) = compile_dataset(ray.data.from_items(rows), dataset=tmp_path / "data.yaml",
+                              abbr="gen", model="chatml").take_all()
+    assert (text["model_abbr"], text["messages"]) == ("chatml", None)
+    assert text["prompt"] == ("<|im_start|>user\nThe cat sat<|im_end|>\n"
+                              "<|im_start|>assistant\n")

@@ -248,10 +248,13 @@ def test_compile_dataset_gives_the_cli_records(big: Path, local_out: Path, clust
             {"max_tokens": 16, "stop": [], "stop_token_ids": []}] * 2
         with (local_out / f"lm/{abbr}.jsonl").open() as fh:
             want = [json.loads(line) for k, line in enumerate(fh) if first <= k < first + 1500]
-        # "row" is the row's id, which the CLI takes from the file (test_range shifts it)
-        assert [{k: v for k, v in r.items() if k in w and k != "row"} for r, w in
-                zip(got, want, strict=True)] == [{k: v for k, v in w.items() if k != "row"}
-                                                 for w in want]
+        # "row" is the row's id, which the CLI takes from the file (test_range shifts it);
+        # the record's "model" is the column model_abbr ("model" names a LoRA adapter to Ray's
+        # vLLM stage)
+        assert [{k: v for k, v in r.items() if k in w and k != "row"} | {"model": r["model_abbr"]}
+                for r, w in zip(got, want, strict=True)] == [
+                    {k: v for k, v in w.items() if k != "row"} for w in want]
+        assert all("model" not in r and r["messages"] is None for r in got)
         assert [r["row"] for r in got] == [r["index"] for r in got]
         assert all(r["over_limit"] is None for r in got)
     # tokenize=True: the ids of the prompt, as --tokenize writes them, for vLLM's stage

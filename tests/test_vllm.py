@@ -278,10 +278,10 @@ def test_ray_data_llm_runs_compile_dataset_output(work: Path) -> None:
     template, tokenize and detokenize stages off: the engine (in a Ray actor, on the CPU) runs
     the records' ids. One execution (one engine) over the gen dataset of the three classes.
 
-    Two record columns mean something else to the stage, so only the ones it should read are
-    kept: a chat-template class's ``prompt`` is the message list, where the stage takes only a
-    text (with ``tokenized_prompt`` it needs none), and ``model`` (the record's model abbr) is
-    read as the name of a LoRA adapter to apply."""
+    The records go in with every column: the model's abbr is ``model_abbr`` (the stage reads
+    ``model`` as a LoRA adapter's name) and a chat-template class's message list is
+    ``messages`` (the stage takes only a text ``prompt``; with ``tokenized_prompt`` it needs
+    none)."""
     import ray
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
@@ -297,7 +297,7 @@ def test_ray_data_llm_runs_compile_dataset_output(work: Path) -> None:
         for spec in _models(model):
             records = compile_dataset(ray.data.from_items(rows), dataset=work / "cfg" / "data.yaml",
                                       abbr="gen", model=spec, tokenize=True, concurrency=1)
-            tables.append(records.select_columns(["index", "tokenized_prompt", "sampling_params"]))
+            tables.append(records)
         config = vLLMEngineProcessorConfig(
             model_source=str(model), batch_size=8, concurrency=1,
             engine_kwargs={"dtype": "bfloat16", "max_model_len": MAX_MODEL_LEN,
