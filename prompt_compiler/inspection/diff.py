@@ -9,14 +9,16 @@ its model is fed or generates with (:data:`FIELDS`: ``prompt``, ``input_ids``, `
 B*. The text form shows each changed prompt with whitespace and special tokens made visible as
 ``--show`` does (:func:`prompt_compiler.inspection.viewer.visible`), as a unified diff, and
 each other differing field on its own line (for ``input_ids``: the first position where they
-differ and the two ids there).
+differ and the two ids there, each decoded with its side's tokenizer, :class:`TokenText`).
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,8 @@ from ..storage import object_uri
 from .outputs import Output, item_key, read_records, record_files
 from .visible import visible
 
-__all__ = ["FIELDS", "ItemDiff", "PairDiff", "diff_outputs", "diff_text", "field_line", "to_json"]
+__all__ = ["FIELDS", "ItemDiff", "PairDiff", "TokenText", "diff_outputs", "diff_text",
+           "field_line", "to_json"]
 
 FIELDS = ("prompt", "input_ids", "stop", "stop_token_ids", "max_out_len", "mask_length",
           "messages")
@@ -46,6 +49,9 @@ class ItemDiff:
     b: Any
     fields: tuple[tuple[str, Any, Any], ...] = ()
     """The other fields that differ: ``(name, A's value, B's value)``."""
+    tokens: tuple[str, str] | None = None
+    """Where ``input_ids`` differ: the text of each side's token at the first differing
+    position (:class:`TokenText`), or why it is not known."""
 
     @property
     def where(self) -> str:
@@ -87,9 +93,91 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b and type(a) is type(b))
 
 
+Decoder = Callable[[int], str]
+
+
+class TokenText:
+    """The text of one token id of an output's records: the tokenizer is the
+    ``tokenizer.json`` its manifest lists as an input, found from the working folder or the
+    output's parent folder (where the manifest's paths start for a run made there) and used
+    only when its sha256 is the manifest's. Otherwise :meth:`of` says why there is none."""
+
+    def __init__(self, out: Output) -> None:
+        self.decode: Decoder | None = None
+        self.missing = ""
+        try:
+            if not isinstance(out, Path) or object_uri(out) is not None:
+                raise _NoTokenizer("the output is in an object store")
+            self.decode = self._load(out)
+        except _NoTokenizer as why:
+            self.missing = str(why)
+
+    def of(self, token: Any) -> str:
+        """``"<|begin_of_text|>"`` (JSON-quoted), ``(not decoded: why)``, or ``""`` past the
+        last id."""
+        if token == "(end)":
+            return ""
+        if self.decode is None:
+            return f"(not decoded: {self.missing})"
+        try:
+            return json.dumps(self.decode(int(token)), ensure_ascii=False)
+        except Exception:  # an id the vocabulary does not have
+            return "(not in the vocabulary)"
+
+    @staticmethod
+    def _load(out: Path) -> Decoder:
+        folder = out if out.is_dir() else out.parent.parent  # <model>/<dataset>.jsonl
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+            inputs = [i for i in manifest["inputs"]
+                      if os.path.basename(str(i["path"])) == "tokenizer.json"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise _NoTokenizer(f"no manifest.json in {folder}") from None
+        if not inputs:
+            raise _NoTokenizer("its manifest lists no tokenizer.json")
+        if len(inputs) > 1:
+            raise _NoTokenizer(f"its manifest lists {len(inputs)} tokenizer.json files and "
+                               "does not say which is this model's")
+        rel, digest = str(inputs[0]["path"]), inputs[0].get("sha256")
+        for base in (Path.cwd(), folder.resolve().parent):
+            path = base / rel
+            try:
+                if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                    continue
+            except OSError:
+                continue
+            try:
+                from tokenizers import Tokenizer
+            except ImportError:
+                raise _NoTokenizer("the tokenizers package is not installed") from None
+            tok = Tokenizer.from_file(str(path))
+            return lambda i: str(tok.decode([i], skip_special_tokens=False))
+        raise _NoTokenizer(f"its tokenizer {rel} is not found from here with the manifest's "
+                           "sha256")
+
+
+class _NoTokenizer(Exception):
+    pass
+
+
+def _first_differ(a: list[Any], b: list[Any]) -> tuple[int, Any, Any]:
+    k = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+             min(len(a), len(b)))
+    return k, a[k] if k < len(a) else "(end)", b[k] if k < len(b) else "(end)"
+
+
+def _tokens(fields: tuple[tuple[str, Any, Any], ...],
+            texts: tuple[TokenText, TokenText] | None) -> tuple[str, str] | None:
+    ids = next(((a, b) for name, a, b in fields if name == "input_ids"), None)
+    if texts is None or ids is None or not all(isinstance(x, list) for x in ids):
+        return None
+    _, at_a, at_b = _first_differ(*ids)
+    return texts[0].of(at_a), texts[1].of(at_b)
+
+
 def _compare(
     a_recs: list[dict[str, Any]], b_recs: list[dict[str, Any]], rel_a: str, rel_b: str,
-    fields: tuple[str, ...] = FIELDS,
+    fields: tuple[str, ...] = FIELDS, texts: tuple[TokenText, TokenText] | None = None,
 ) -> PairDiff:
     model = _joined(
         _names(a_recs, rel_a, "model") if rel_a else "",
@@ -117,6 +205,7 @@ def _compare(
             a,
             b,
             others,
+            _tokens(others, texts),
         )
 
     for rec in a_recs:
@@ -150,9 +239,11 @@ def diff_outputs(a: Output, b: Output, *, only: str | None = None) -> Iterator[P
         DataError: a record file cannot be read or holds a line that is not a record.
     """
     fields = ("prompt",) if only == "prompt" else FIELDS
+    texts = None if only == "prompt" else _Lazy(a, b)
     if isinstance(a, Path) and isinstance(b, Path) and object_uri(a) is None and (
             a.is_file() or b.is_file()):
-        yield _compare(list(read_records(a)), list(read_records(b)), a.name, b.name, fields)
+        yield _compare(list(read_records(a)), list(read_records(b)), a.name, b.name, fields,
+                       texts.pair() if texts else None)
         return
     files_a = {f.rel: f for f in record_files(a)}
     files_b = {f.rel: f for f in record_files(b)}
@@ -164,22 +255,34 @@ def diff_outputs(a: Output, b: Output, *, only: str | None = None) -> Iterator[P
             rel if fa else "",
             rel if fb else "",
             fields,
+            texts.pair() if texts else None,
         )
+
+
+class _Lazy:
+    """Each side's :class:`TokenText`, loaded on first use."""
+
+    def __init__(self, a: Output, b: Output) -> None:
+        self.paths = (a, b)
+        self.loaded: tuple[TokenText, TokenText] | None = None
+
+    def pair(self) -> tuple[TokenText, TokenText]:
+        if self.loaded is None:
+            self.loaded = (TokenText(self.paths[0]), TokenText(self.paths[1]))
+        return self.loaded
 
 
 def _lines(prompt: Any) -> list[str]:
     return [] if prompt is None else visible(prompt).split("\n")
 
 
-def field_line(name: str, a: Any, b: Any) -> str:
-    """One differing field, e.g. ``input_ids: first differ at 0: A 128000, B 791 (A 14 ids,
-    B 13)``."""
+def field_line(name: str, a: Any, b: Any, tokens: tuple[str, str] | None = None) -> str:
+    """One differing field, e.g. ``input_ids: first differ at 0: A 128000 "<|begin_of_text|>",
+    B 791 "The" (A 14 ids, B 13)`` (``tokens``: the two ids' texts, :class:`TokenText`)."""
     if name == "input_ids" and isinstance(a, list) and isinstance(b, list):
-        k = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                 min(len(a), len(b)))
-        at_a = a[k] if k < len(a) else "(end)"
-        at_b = b[k] if k < len(b) else "(end)"
-        return (f"  input_ids: first differ at {k}: A {at_a}, B {at_b} "
+        k, at_a, at_b = _first_differ(a, b)
+        ta, tb = (f" {t}" if t else "" for t in tokens or ("", ""))
+        return (f"  input_ids: first differ at {k}: A {at_a}{ta}, B {at_b}{tb} "
                 f"(A {len(a)} ids, B {len(b)})")
     return f"  {name}: A {json.dumps(a, ensure_ascii=False)}, B {json.dumps(b, ensure_ascii=False)}"
 
@@ -208,7 +311,7 @@ def diff_text(pairs: list[PairDiff], *, context: int = 3, max_items: int = 20) -
             _lines(it.a), _lines(it.b), "A", "B", n=max(context, 0), lineterm=""
         )
         out.extend(list(body)[2:])  # the '--- A' / '+++ B' header says nothing here
-        out.extend(field_line(name, a, b) for name, a, b in it.fields)
+        out.extend(field_line(name, a, b, it.tokens) for name, a, b in it.fields)
     if len(shown) < len(items):
         out.append("")
         out.append(f"... {len(items) - len(shown)} more differing items (--max-items 0 shows all)")

@@ -337,7 +337,7 @@ def diff_report(a: Output, b: Output, *, max_items: int = 200, title: str | None
                 f'<div class="item" id="{iid}">'
                 f'<div class="meta"><b>{_esc(it.where)}</b></div>'
                 f"{_side_by_side(it.a, it.b)}"
-                + "".join(f'<div class="meta">{_esc(field_line(*f).strip())}</div>'
+                + "".join(f'<div class="meta">{_esc(field_line(*f, it.tokens).strip())}</div>'
                           for f in it.fields)
                 + "</div>"
             )

@@ -74,7 +74,8 @@ def date_string(value: Any) -> str | None:
     _, now = parse_date(value, where="date")
     if now is None:
         return None
-    return f"{now.day:02d} {_MONTHS[now.month - 1]} {now.year}"  # strftime's %b reads the locale
+    # (not strftime: its %b follows the locale)
+    return f"{now.day:02d} {_MONTHS[now.month - 1]} {now.year}"
 
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
