@@ -24,14 +24,15 @@ import hmac
 import os
 import tempfile
 import urllib.parse
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ._version import install_hint
 from .errors import ConfigError, OutputError
 
-__all__ = ["SCHEME", "create_if_absent", "filesystem", "join", "local_copy", "object_uri",
-           "split"]
+__all__ = ["SCHEME", "create_if_absent", "filesystem", "join", "local_copy", "object_digests",
+           "object_sha256", "object_uri", "objects", "split"]
 
 SCHEME = "s3://"
 
@@ -193,29 +194,64 @@ def _cache_root() -> Path:
     return Path(base, "prompt-compiler", "s3")
 
 
+def _listing(store: Any, uri: str, keep: tuple[str, ...]) -> tuple[list[Any], str, bool]:
+    """``(the objects, the key they are named under, whether uri is one object)``: the object
+    ``uri``, or every object under ``uri/`` (with ``keep``, only those whose name under it is
+    one of ``keep`` or lies in a folder of that name)."""
+    from pyarrow import fs as pafs
+
+    path = _path(uri)
+    try:
+        info = store.get_file_info(path)
+        if info.type == pafs.FileType.File and not keep:
+            return [info], path.rsplit("/", 1)[0], True
+        files = [f for f in store.get_file_info(pafs.FileSelector(path, recursive=True,
+                                                                  allow_not_found=True))
+                 if f.type == pafs.FileType.File and (not keep or any(
+                     f.path[len(path) + 1:] == k or f.path[len(path) + 1:].startswith(k + "/")
+                     for k in keep))]
+    except OSError as exc:
+        raise ConfigError(f"cannot read {uri}: {exc}") from None
+    return files, path, False
+
+
+def objects(uri: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The URIs of the objects :func:`local_copy` copies (``keep`` as there), sorted; without
+    reading them."""
+    files, _, single = _listing(filesystem(), uri, keep)
+    return [uri] if single else sorted(SCHEME + f.path for f in files)
+
+
+def object_sha256(uri: str) -> str:
+    """The sha256 of the object ``uri``'s bytes, streamed from the store (for the manifest's
+    inputs).
+
+    Raises:
+        ConfigError: It cannot be read.
+    """
+    digest = hashlib.sha256()
+    try:
+        with filesystem().open_input_stream(_path(uri)) as fh:
+            while chunk := fh.read(1 << 22):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {uri}: {exc}") from None
+    return digest.hexdigest()
+
+
+def object_digests(files: Iterable[Any]) -> dict[str, str]:
+    """``{uri: sha256}`` of the ``s3://`` URIs among ``files`` (the manifest's inputs)."""
+    return {uri: object_sha256(uri) for uri in map(object_uri, files) if uri is not None}
+
+
 def local_copy(uri: str, keep: tuple[str, ...] = ()) -> Path | None:
     """A local copy of the object ``uri``, or of every object under ``uri/`` (a folder; with
     ``keep``, only those whose name under it is one of ``keep`` or lies in a folder of
     that name); None if there is nothing. Copies are kept per object version (size and
     time) and made whole before they are used (written aside, then renamed)."""
-    from pyarrow import fs as pafs
-
     store = filesystem()
     path = _path(uri)
-    try:
-        info = store.get_file_info(path)
-        if info.type == pafs.FileType.File and not keep:
-            files = [info]
-            base = path.rsplit("/", 1)[0]
-        else:
-            base = path
-            files = [f for f in store.get_file_info(pafs.FileSelector(path, recursive=True,
-                                                                      allow_not_found=True))
-                     if f.type == pafs.FileType.File and (not keep or any(
-                         f.path[len(base) + 1:] == k or f.path[len(base) + 1:].startswith(
-                             k + "/") for k in keep))]
-    except OSError as exc:
-        raise ConfigError(f"cannot read {uri}: {exc}") from None
+    files, base, single = _listing(store, uri, keep)
     if not files:
         return None
     version = hashlib.sha256("\n".join(
@@ -243,6 +279,6 @@ def local_copy(uri: str, keep: tuple[str, ...] = ()) -> Path | None:
 
             shutil.rmtree(aside, ignore_errors=True)
             raise
-    if info.type == pafs.FileType.File and not keep:
+    if single:
         return target / path.rsplit("/", 1)[-1]
     return target

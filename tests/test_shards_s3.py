@@ -9,6 +9,7 @@ environment pointing at the server.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -206,10 +207,25 @@ def test_rows_from_s3_by_data_dir_and_path(big: Path, s3: dict[str, str],
              extra=cache))
     _ok(_cli("suite.py", "--only", "gen-fixk", "-o", "ref", cwd=big, env=s3))
     ref = (big / "ref/lm/gen-fixk.jsonl").read_bytes().replace(b'"gen-fixk"', b'"gen"')
-    for out in ("a", "b"):
+    pytest.importorskip("ray")
+    _ok(_cli("gen.yaml", "--data-dir", "s3://pcs3/data", "-o", "c", "--shard-rows", "5000",
+             "--engine", "ray", "--jobs", "2", cwd=tmp_path, env=s3, extra=cache))
+    for out in ("a", "b", "c"):
         got = b"".join((tmp_path / out / f"lm/gen/part-0000{k}.jsonl").read_bytes()
                        for k in range(3))
         assert got == ref
+    # the objects read are the manifest's inputs, by URI, with the sha256 of their bytes
+    sha = {name: hashlib.sha256((big / name).read_bytes()).hexdigest()
+           for name in ("train.jsonl", "test.jsonl")}
+    yaml_sha = hashlib.sha256((tmp_path / "gen.yaml").read_bytes()).hexdigest()
+    for out, where in (("a", "s3://pcs3/data/gen"), ("b", "s3://pcs3/files"),
+                       ("c", "s3://pcs3/data/gen")):
+        inputs = json.loads((tmp_path / out / "manifest.json").read_text())["inputs"]
+        assert [i for i in inputs if i["path"].startswith("s3://")] == [
+            {"path": f"{where}/test.jsonl", "sha256": sha["test.jsonl"]},
+            {"path": f"{where}/train.jsonl", "sha256": sha["train.jsonl"]}], out
+        if out != "b":
+            assert {"path": "gen.yaml", "sha256": yaml_sha} in inputs
     # lint reads the same rows from the store (and says which folder lacks them)
     done = _cli("lint", "gen.yaml", "--data-dir", "s3://pcs3/data", cwd=tmp_path, env=s3,
                 extra=cache)

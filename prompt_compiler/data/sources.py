@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
+from functools import partial
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -839,11 +840,11 @@ def read_hf_disk(path: Path) -> list[Row] | dict[str, list[Row]]:
 
 
 def row_files(dataset: DatasetConfig, data_dir: Path | None = None,
-              opencompass_python: str | os.PathLike[str] | None = None) -> list[Path]:
+              opencompass_python: str | os.PathLike[str] | None = None) -> list[Path | str]:
     """The files :func:`load_splits` reads for ``dataset`` (for the manifest), without
     reading them: its ``path``/``data_files`` (every file of a folder), else its files in
     ``data_dir``, else those OpenCompass's loader read (its cache entry); none for inline
-    rows or rows that are not found."""
+    rows or rows that are not found. Objects on object storage are their ``s3://`` URIs."""
     spec = dataset.spec
     if "rows" in spec or "splits" in spec:
         return []
@@ -856,10 +857,10 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None,
             names = list(data_files.values())
         elif isinstance(data_files, str) or isinstance(spec.get("path"), str):
             names = [data_files if isinstance(data_files, str) else spec["path"]]
-    from ..storage import object_uri
+    if any(object_uri(n) for n in names):  # on object storage: listed, not fetched
+        from ..storage import objects
 
-    if any(object_uri(n) for n in names):
-        return []  # on object storage: not listed among the inputs (nor fetched for that)
+        return [o for n in names if isinstance(n, str) for o in objects(object_uri(n) or n)]
     found = [_resolve(n, config_dir, []) for n in names if isinstance(n, str)]
     if names and all(f is not None for f in found):
         return [g for f in found if f is not None
@@ -871,24 +872,34 @@ def row_files(dataset: DatasetConfig, data_dir: Path | None = None,
     if _is_loader_class(loader):
         from .opencompass import loader_files
 
-        return loader_files(str(loader), spec, opencompass_python)
+        return list(loader_files(str(loader), spec, opencompass_python))
     return []
 
 
-def _data_dir_files(data_dir: Path | None, abbr: str) -> list[Path]:
-    """A dataset's files in a local ``--data-dir`` (none on object storage)."""
-    from ..storage import object_uri
-
-    if data_dir is None or object_uri(data_dir):
+def _data_dir_files(data_dir: Path | None, abbr: str) -> list[Path | str]:
+    """A dataset's files in ``--data-dir`` (on object storage: their URIs, not fetched)."""
+    if data_dir is None:
         return []
-    folder = Path(data_dir) / abbr
+    uri = object_uri(data_dir)
+    at: Callable[[str], Path | str]
+    if uri is None:
+        base = Path(data_dir)
+        names = {p.relative_to(base).as_posix()
+                 for p in [*(base / abbr).glob("*"), *base.glob(f"{abbr}.*")] if p.is_file()}
+        at = base.joinpath
+    else:
+        from ..storage import join, objects
+
+        found = objects(uri, (abbr, f"{abbr}.jsonl", f"{abbr}.parquet"))
+        names = {o[len(uri) + 1:] for o in found}
+        at = partial(join, uri)
     for suffix in (".jsonl", ".parquet"):
-        files = sorted(folder.glob("*" + suffix)) if folder.is_dir() else []
+        files = sorted(n for n in names if n.startswith(abbr + "/") and n.endswith(suffix)
+                       and "/" not in n[len(abbr) + 1:])
         if files:
-            return files
-        single = Path(data_dir) / f"{abbr}{suffix}"
-        if single.is_file():
-            return [single]
+            return [at(n) for n in files]
+        if abbr + suffix in names:
+            return [at(abbr + suffix)]
     return []
 
 

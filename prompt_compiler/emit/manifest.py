@@ -74,10 +74,17 @@ def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLik
     ``chat_template_kwargs`` and their sha256), when any model has some. ``environment``:
     the environment variables the Python configs read, each with the sha256 of its value
     (``None``: unset), when they read any. ``digests``: inputs already hashed elsewhere (by
-    a worker that read them), by real path.
+    a worker that read them), by real path. An input on object storage is listed by its
+    ``s3://`` URI.
     """
-    files = {input_path(p, root): Path(p) for p in inputs if Path(p).is_file()}
+    from ..storage import object_digests, object_uri
+
+    inputs = list(inputs)
+    files = {input_path(p, root): Path(p) for p in inputs
+             if object_uri(p) is None and Path(p).is_file()}
     known = digests or {}
+    objects = {uri: known.get(uri) for p in inputs if (uri := object_uri(p)) is not None}
+    objects.update(object_digests(uri for uri, digest in objects.items() if digest is None))
     head: dict[str, Any] = {"tool": TOOL, "version": version, "mode": mode}
     if arguments:
         head["arguments"] = dict(arguments)
@@ -87,8 +94,9 @@ def build_manifest(*, version: str, mode: str, inputs: Iterable[str | os.PathLik
         head["environment"] = {name: environment[name] for name in sorted(environment)}
     return {
         **head,
-        "inputs": [{"path": name, "sha256": known.get(os.path.realpath(files[name]))
-                    or sha256_file(files[name])} for name in sorted(files)],
+        "inputs": [{"path": name, "sha256": objects[name] if name in objects else
+                    known.get(os.path.realpath(files[name])) or sha256_file(files[name])}
+                   for name in sorted([*files, *objects])],
         "outputs": {name: dict(outputs[name]) for name in sorted(outputs)},
     }
 

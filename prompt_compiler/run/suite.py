@@ -518,13 +518,14 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
 
 
 def input_files(suite: Suite, pairs: Sequence[Pair], data_dir: Path | None,
-                opencompass_python: Path | None = None) -> list[Path]:
+                opencompass_python: Path | None = None) -> list[Path | str]:
     """Every file that shaped the output: the configs given or found, the configs they
-    pull in (``read_base()``/``_base_``), the data files, and model/chat template files."""
+    pull in (``read_base()``/``_base_``), the data files (objects on object storage as their
+    ``s3://`` URIs), and model/chat template files."""
     from ..config.bases import base_files
     from ..data.sources import row_files
 
-    files: dict[Path, None] = {}
+    files: dict[Path | str, None] = {}
     for cfg in suite.configs:
         files[cfg.path] = None
         if cfg.path.suffix == ".py":

@@ -568,10 +568,13 @@ def _remote_plan(cwd: str, pair: Any, settings: CompileSettings, cpus: int, shar
     put in the store would be lost with its worker process.)"""
     from ...data.sources import row_files
     from ...emit.records import sha256_file
+    from ...storage import object_digests
 
     _chdir(cwd)
-    files = [f for f in row_files(pair.dataset, settings.data_dir) if os.path.isfile(f)]
+    found_files = row_files(pair.dataset, settings.data_dir)
+    files = [f for f in found_files if isinstance(f, Path) and f.is_file()]
     digests = {os.path.realpath(f): sha256_file(f) for f in files}
+    digests.update(object_digests(found_files))
     found: Any = None
     lines = _count_rows(files, range_bytes)
     if lines is not None:  # plan with only row 0 of the test file read
