@@ -68,7 +68,7 @@ def test_compile_dataset_picks_one_of_a_files_models() -> None:
     import pytest
 
     import prompt_compiler as pc
-    from prompt_compiler.ray import _pair  # compile_dataset's first step (no Ray needed)
+    from prompt_compiler.integrations.ray_data import _pair  # compile_dataset's first step
 
     demo = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.py"
     pair = _pair(demo, demo, "arith-gen-3shot", "tinychat-1b-hf")

@@ -253,6 +253,19 @@ def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str)
     assert ok.returncode == 0, ok.stderr
 
 
+def test_the_ray_stage_keeps_its_public_path_without_a_warning() -> None:
+    """prompt_compiler.ray is documented (docs/ray.md): it stays, with no DeprecationWarning."""
+    code = ("import warnings; warnings.simplefilter('error')\n"
+            "from prompt_compiler.ray import compile_dataset, require_ray, sampling_params\n"
+            "from prompt_compiler.integrations import ray_data\n"
+            "assert compile_dataset is ray_data.compile_dataset\n"
+            "assert sampling_params is ray_data.sampling_params\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
 def test_a_pair_compiles_alone_as_an_engine_task(tmp_path: Path) -> None:
     """compile_range: the picklable task another engine runs gives the file's bytes."""
     import pickle
