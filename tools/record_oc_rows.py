@@ -1,7 +1,8 @@
 """Record the rows OpenCompass's own loader classes return, for the native readers' tests.
 
 Each case is a folder ``tests/data/opencompass/<Class>/<case>/`` holding ``case.json``
-(``{"kwargs": {...}}``: the arguments the config gives ``load``) and the class's files laid
+(``{"kwargs": {...}}``: the arguments the config gives ``load``; ``"module"``: the module of
+``opencompass.datasets`` to take the class from where two define it) and the class's files laid
 out as OpenCompass's data folder (``data/...``). This script runs, in an interpreter where
 OpenCompass 0.5.4 is installed (``/work/oc-venv/bin/python tools/record_oc_rows.py``), each
 case's ``<Class>.load(**kwargs)`` with the case folder as the working folder, and writes what
@@ -48,9 +49,12 @@ def _datasets_package() -> Path:
     return folder
 
 
-def loader_class(name: str) -> Any:
-    """The class ``name`` from the one module of ``opencompass.datasets`` that defines it."""
+def loader_class(name: str, module: str | None = None) -> Any:
+    """The class ``name`` from the first module of ``opencompass.datasets`` that defines it
+    (``module``: from that one, e.g. ``needlebench_v2.origin``, where two define it)."""
     folder = _datasets_package()
+    if module is not None:
+        return getattr(importlib.import_module(f"opencompass.datasets.{module}"), name)
     pattern = re.compile(rf"^class {re.escape(name)}\(", re.M)
     for file in sorted(folder.rglob("*.py")):
         if pattern.search(file.read_text(encoding="utf-8", errors="replace")):
@@ -62,7 +66,7 @@ def loader_class(name: str) -> Any:
 def record(case: Path) -> dict[str, Any]:
     """Run the case's loader in ``case`` and return what it returned."""
     spec = json.loads((case / "case.json").read_text(encoding="utf-8"))
-    cls = loader_class(case.parent.name)
+    cls = loader_class(case.parent.name, spec.get("module"))
     here = os.getcwd()
     home = os.environ.get("HOME")
     with tempfile.TemporaryDirectory() as empty_home:

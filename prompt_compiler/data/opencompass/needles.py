@@ -141,29 +141,31 @@ def _rewrite(function: ast.FunctionDef, language: str, source: str) -> _Rewrite:
 
 @cache
 def _text(module: str) -> _Text:
-    """The text of the loader in ``opencompass/datasets/needlebench/<module>.py``, read from
-    the ``opencompass`` package on the import path (never imported; see :mod:`.oc_text`).
+    """The text of the loader in ``opencompass/datasets/<module>.py`` (``needlebench/origin``
+    ...), read from the ``opencompass`` package on the import path (never imported; see
+    :mod:`.oc_text`).
 
     Raises:
         NotNative: No such package, or its source is not shaped as this project reads it.
     """
-    parts = ("datasets", "needlebench", f"{module}.py")
+    parts = ("datasets", *f"{module}.py".split("/"))
     source = "opencompass/" + "/".join(parts)
     functions = {node.name: node for node in ast.walk(source_tree(package_file(*parts)))
                  if isinstance(node, ast.FunctionDef)}
-    if "_generate_prompt" not in functions or "_modify_retrieval_question" not in functions:
-        raise NotNative(f"{source} has no _generate_prompt or _modify_retrieval_question")
-    prompts = {(env.get("language", ""), env.get("position", "")): stmt.value
+    if "_generate_prompt" not in functions:
+        raise NotNative(f"{source} has no _generate_prompt")
+    prompts = {(env.get("language", ""),
+                env.get("position", env.get("quesiton_position", ""))): stmt.value
                for env, stmt in _branches(functions["_generate_prompt"].body, {})
                if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == "prompt"}
     wanted = [(language, position) for language in _LANGUAGES for position in _POSITIONS]
     if sorted(prompts) != sorted(wanted):
         raise NotNative(f"{source}: _generate_prompt is not shaped as this project reads it")
+    guide = functions.get("_modify_retrieval_question")
     base = functions.get("_modify_retrieval_question_for_base")
     rewrites: dict[tuple[str, bool], _Rewrite | None] = {}
     for language in _LANGUAGES:
-        rewrites[language, True] = _rewrite(functions["_modify_retrieval_question"], language,
-                                            source)
+        rewrites[language, True] = None if guide is None else _rewrite(guide, language, source)
         rewrites[language, False] = None if base is None else _rewrite(base, language, source)
     text = _Text(source, prompts, rewrites)
     for key in wanted:
@@ -311,19 +313,37 @@ def _files(known: tuple[str, ...]) -> Callable[[str, Mapping[str, Any]], list[st
     return files
 
 
+_V2 = object()
+"""The default of an argument one version of ``NeedleBenchOriginDataset.load`` lacks."""
+
+
 def _origin(files: list[Path], path: str, length: int, depth: int, tokenizer_model: str,
-            file_list: list[str], num_repeats_per_file: int, length_buffer: int, guide: bool,
-            language: str, needle_file_name: str, position: str = "End") -> Splits:
+            file_list: list[str], num_repeats_per_file: int, length_buffer: int,
+            language: str, needle_file_name: str, guide: Any = _V2, position: Any = _V2,
+            quesiton_position: Any = _V2) -> Splits:
     """``NeedleBenchOriginDataset``: ``num_repeats_per_file`` rows (``prompt``, ``answer``)
-    per haystack file, one needle each."""
-    _check(language, position, files, num_repeats_per_file)
-    text = _text("origin")
+    per haystack file, one needle each. Two classes share the name: ``needlebench``'s takes
+    ``guide`` (required) and ``position``, ``needlebench_v2``'s neither but
+    ``quesiton_position`` (so spelt) and its own prompts; the arguments say which one a config
+    imported, as each class rejects the other's."""
+    v2 = guide is _V2
+    if v2 and position is not _V2:
+        raise ConfigError("NeedleBenchOriginDataset.load(): 'position' is an argument of "
+                          "needlebench's class, which also requires 'guide' (needlebench_v2's "
+                          "takes 'quesiton_position')", key_path="position")
+    if not v2 and quesiton_position is not _V2:
+        raise ConfigError("NeedleBenchOriginDataset.load(): 'quesiton_position' is an argument "
+                          "of needlebench_v2's class, which takes no 'guide'", key_path="guide")
+    where = position if not v2 else quesiton_position
+    where = "End" if where is _V2 else where
+    _check(language, where, files, num_repeats_per_file)
+    text = _text("needlebench_v2/origin" if v2 else "needlebench/origin")
     return _haystack_rows(
         files, length=length, length_buffer=length_buffer, repeats=num_repeats_per_file,
         tokenizer_model=tokenizer_model,
-        draw=lambda counter: _needle(files[0], language, counter, text, guide),
+        draw=lambda counter: _needle(files[0], language, counter, text, not v2 and guide),
         insert=lambda size, needles: [int(size * (depth / 100))],
-        prompt=lambda context, question: text.prompt(context, question, language, position))
+        prompt=lambda context, question: text.prompt(context, question, language, where))
 
 
 def _multi(files: list[Path], path: str, length: int, depth: int, tokenizer_model: str,
@@ -333,7 +353,7 @@ def _multi(files: list[Path], path: str, length: int, depth: int, tokenizer_mode
     """``NeedleBenchMultiDataset``: ``num_repeats_per_file`` rows (``prompt``, ``answer``)
     per haystack file, ``num_needles`` needles each, ``diff`` percent apart."""
     _check(language, position, files, num_repeats_per_file)
-    text = _text("multi")
+    text = _text("needlebench/multi")
     return _haystack_rows(
         files, length=length, length_buffer=length_buffer, repeats=num_repeats_per_file,
         tokenizer_model=tokenizer_model,
