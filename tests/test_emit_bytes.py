@@ -39,3 +39,36 @@ def test_a_lone_surrogate_is_a_data_error():
 def test_nan_and_infinity_are_a_data_error_never_a_bare_token(value):
     with pytest.raises(DataError, match="NaN or Infinity"):
         record_bytes({"label": value})
+
+
+@given(TEXT, TEXT, st.lists(TEXT, max_size=3), TEXT, st.integers(0, 10**9), VALUES)
+def test_a_line_from_record_pieces_is_the_line_of_the_whole_object(abbr, prompt, stop, label,
+                                                                   index, gold):
+    # the fast path's pieces (plan/lines.py) filled with a row's values give the bytes of
+    # json.dumps on the whole record, whatever text the constant fields hold (a NUL included)
+    from prompt_compiler.emit.records import (
+        SLOT,
+        TEXT_SLOT,
+        record_object,
+        record_pieces,
+        value_bytes,
+    )
+
+    def record(**row):
+        return record_object(abbr + "\x00", "m", "ppl", label=label, ice_ids=[2, 0],
+                             max_out_len=None, stop=stop, stop_token_ids=[7], mask_length=0,
+                             **row)
+
+    before, end = record_pieces(record(index=SLOT, row=SLOT, prompt=TEXT_SLOT,
+                                       prompt_sha256=TEXT_SLOT, input_ids=SLOT, gold=SLOT))
+    assert list(before) == ["index", "row", "prompt", "prompt_sha256", "input_ids", "gold"]
+    line = (before["index"] + b"%d" % index + before["row"] + b"%d" % (index + 1)
+            + before["prompt"] + json.dumps(prompt, ensure_ascii=False).encode()[1:-1]
+            + before["prompt_sha256"] + b"ab" + before["input_ids"] + b"[1, 5]"
+            + before["gold"] + value_bytes(gold) + end)
+    whole = record(index=index, row=index + 1, prompt=prompt, prompt_sha256="ab",
+                   input_ids=[1, 5], gold=gold)
+    assert list(whole) == ["dataset", "model", "mode", "index", "row", "label", "ice_ids",
+                           "prompt", "prompt_sha256", "input_ids", "mask_length",
+                           "max_out_len", "stop", "stop_token_ids", "gold"]
+    assert line == (json.dumps(whole, ensure_ascii=False) + "\n").encode("utf-8")
