@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_oc_data_cli import prompts, run, user_layout
 
 BIGCODEBENCH_PY = """\
 from opencompass.openicl.icl_prompt_template import PromptTemplate
@@ -82,31 +80,8 @@ EXPECTED = {  # dataset -> the prompts, written by hand
 
 @pytest.fixture
 def layout(tmp_path: Path) -> Path:
-    for name, text in DATA.items():
-        file = tmp_path / "work" / name
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_bytes(text.encode())
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "bigcodebench_hard_instruct.py").write_text(BIGCODEBENCH_PY)
-    (tmp_path / "configs" / "bigcodebench.yaml").write_text(BIGCODEBENCH_YAML)
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "home").mkdir()
-    return tmp_path
-
-
-def run(*args: object, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k not in ("COMPASS_DATA_CACHE",
-                                                              "DATASET_SOURCE")}
-    full.update(env)
-    return subprocess.run([sys.executable, "-m", "prompt_compiler", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, env=full, timeout=300)
-
-
-def prompts(out: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for file in sorted((out / "echo").glob("*.jsonl")):
-        found[file.stem] = [json.loads(line)["prompt"] for line in file.read_text().splitlines()]
-    return found
+    return user_layout(tmp_path, DATA, {"bigcodebench_hard_instruct.py": BIGCODEBENCH_PY,
+                                        "bigcodebench.yaml": BIGCODEBENCH_YAML})
 
 
 @pytest.mark.parametrize(("config", "abbr", "read"), [

@@ -73,18 +73,24 @@ EXPECTED = {  # dataset -> the prompts, written by hand
 }
 
 
-@pytest.fixture
-def layout(tmp_path: Path) -> Path:
-    for name, text in DATA.items():
-        file = tmp_path / "work" / name
+def user_layout(root: Path, data: dict[str, str], configs: dict[str, str]) -> Path:
+    """``root/work/<data file>``, ``root/configs/<config>``, an empty ``root/elsewhere`` and
+    ``root/home``."""
+    for name, text in data.items():
+        file = root / "work" / name
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_bytes(text.encode())
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "eval_mmlu.py").write_text(MMLU_PY)
-    (tmp_path / "configs" / "gsm8k.yaml").write_text(GSM8K_YAML)
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "home").mkdir()
-    return tmp_path
+    (root / "configs").mkdir()
+    for name, text in configs.items():
+        (root / "configs" / name).write_text(text)
+    (root / "elsewhere").mkdir()
+    (root / "home").mkdir()
+    return root
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Path:
+    return user_layout(tmp_path, DATA, {"eval_mmlu.py": MMLU_PY, "gsm8k.yaml": GSM8K_YAML})
 
 
 def run(*args: object, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
