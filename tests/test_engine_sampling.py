@@ -137,7 +137,33 @@ def test_scored_chat_messages_are_refused_alike_by_both_engine_formats(tmp_path:
         f"compile-prompts: error: dataset 'ppl', model 'chat', row 0: --format {fmt}: the ppl "
         "records of ppl x chat score their text, but their prompt is chat messages, which "
         "vLLM's LLM.chat and the chat completions endpoint do not score"), done.stderr
+    assert "examples/ppl-chat/suite.yaml shows one" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ppl-chat" / "suite.yaml"
+
+
+def test_the_ppl_chat_example_compiles_for_both_engine_formats(tmp_path: Path) -> None:
+    """The example the error points to: the records are the chat template's text (written
+    here by hand from examples/ppl-chat/chat.jinja), scored by a vllm line, and with
+    --tokenize its ids in a completions request (the tiny tokenizer: <s> 1, </s> 2)."""
+    done = run_cli(EXAMPLE, "-o", "vllm", "--format", "vllm", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in (tmp_path / "vllm/chat/sentiment.vllm.jsonl")
+             .read_text(encoding="utf-8").splitlines()]
+    assert lines == [{"id": f"chat/sentiment/0/{k}",
+                      "prompt": f"<s>user : what a good model\n </s> assistant : {label} </s> ",
+                      "sampling_params": {"max_tokens": 1, "prompt_logprobs": 0}}
+                     for k, label in enumerate(("positive", "negative"))]
+    done = run_cli(EXAMPLE, "-o", "batch", "--format", "openai-batch", "--tokenize",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (file,) = (tmp_path / "batch/chat").glob("*.jsonl")
+    bodies = [json.loads(x)["body"] for x in file.read_text(encoding="utf-8").splitlines()]
+    assert [(b["model"], b["echo"], b["logprobs"], b["max_tokens"]) for b in bodies] == [
+        ("my-org/tiny-chat", True, 0, 1)] * 2
+    assert all(b["prompt"][0] == 1 and b["prompt"].count(2) == 2 for b in bodies)
 
 
 def test_messages_lines_say_how_llm_chat_renders_them(tmp_path: Path) -> None:

@@ -153,7 +153,8 @@ def _no_scored_messages(obj: Mapping[str, Any], fmt: str) -> None:
             "log-probability of the prompt's tokens)",
             hint="give the model its tokenizer folder (with its chat template) or a "
                  "chat_template, so the records hold the template's text (add --tokenize for "
-                 "its token ids), or compile this pair with --format records", **_where(obj))
+                 "its token ids; examples/ppl-chat/suite.yaml shows one), or compile this pair "
+                 "with --format records", **_where(obj))
 
 
 def vllm_line(rid: str, obj: Mapping[str, Any], max_out_len: int | None = None,
