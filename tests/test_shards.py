@@ -270,3 +270,47 @@ def test_a_run_killed_before_the_swap_leaves_the_previous_shards_whole(suite: Pa
     _ok(run_cli("suite.py", "-o", "k", "--shard-rows", "1000", cwd=suite))
     assert len(_tree(suite / "k")) == 5 + 10 + 1
     assert not [p for p in suite.iterdir() if p.name.startswith(".k.")]
+
+
+def test_the_parquet_shards_of_a_pair_share_one_schema(tmp_path: Path) -> None:
+    """Rows whose gold is a number in one shard, text in the next and null in the last: one
+    schema (every field a record may have), read as one table."""
+    pa_ds = pytest.importorskip("pyarrow.dataset")
+    pq = pytest.importorskip("pyarrow.parquet")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.jsonl").write_text('{"q": "t0", "a": "A0"}\n{"q": "t1", "a": "A1"}\n')
+    golds = [1, 2, 3, 4, "x", "y", "z", "w", None, None]
+    (data / "test.jsonl").write_text("".join(
+        json.dumps({"q": f"q{i}", "a": g}) + "\n"
+        for i, g in enumerate(golds)))
+    (data / "suite.yaml").write_text(
+        "datasets:\n  - abbr: mixed\n    data_files: {train: train.jsonl, test: test.jsonl}\n"
+        "    reader_cfg: {input_columns: [q], output_column: a}\n"
+        "    infer_cfg:\n"
+        "      ice_template: {type: PromptTemplate, template: \"Q: {q}\\nA: {a}\\n\"}\n"
+        "      prompt_template: {type: PromptTemplate, template: \"</E>Q: {q}\\nA:\", "
+        "ice_token: \"</E>\"}\n"
+        "      retriever: {type: FixKRetriever, fix_id_list: [0, 1]}\n"
+        "      inferencer: {type: GenInferencer}\n"
+        "models:\n  - {abbr: lm, type: HuggingFaceCausalLM}\n")
+    _ok(run_cli(data / "suite.yaml", "-o", tmp_path / "out", "--shard-rows", "4",
+                "--format", "parquet", cwd=tmp_path))
+    folder = tmp_path / "out/lm/mixed"
+    shards = sorted(folder.glob("*.parquet"))
+    assert [p.name for p in shards] == ["part-00000.parquet", "part-00001.parquet",
+                                        "part-00002.parquet"]
+    schemas = [pq.read_schema(p) for p in shards]
+    assert all(s.equals(schemas[0], check_metadata=True) for s in schemas)
+    assert json.loads(schemas[0].metadata[b"prompt_compiler.json_columns"]) == [
+        "label", "continuation", "gold", "spans"]
+    table = pa_ds.dataset(folder, format="parquet").to_table()
+    assert table.num_rows == 10
+    rows = table.to_pylist()
+    assert [r["gold"] for r in rows] == ["1", "2", "3", "4", '"x"', '"y"', '"z"', '"w"',
+                                         None, None]
+    assert [r["index"] for r in rows] == list(range(10))
+    assert rows[0]["prompt"] == "Q: t0\nA: A0\n\nQ: t1\nA: A1\n\nQ: q0\nA:"
+    assert rows[9]["ice_ids"] == [0, 1] and rows[9]["dropped_ice_ids"] is None
+    assert {r["over_limit"] for r in rows} == {None} and {r["input_ids"] for r in rows} == {None}
+    assert str(table.schema.field("dropped_ice_ids").type.value_type) == "int64"

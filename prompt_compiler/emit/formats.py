@@ -372,7 +372,8 @@ def _unusable(pa: Any, tp: Any) -> bool:
 
 
 def write_parquet(rows: Iterable[Any] | Callable[[], Iterable[Any]],
-                  path: str | os.PathLike[str]) -> str:
+                  path: str | os.PathLike[str], schema: tuple[Any, set[str]] | None = None
+                  ) -> str:
     """Write records to a Parquet file; returns its sha256.
 
     ``rows``: :class:`~prompt_compiler.assemble.base.Record` objects (written as their JSON
@@ -381,6 +382,9 @@ def write_parquet(rows: Iterable[Any] | Callable[[], Iterable[Any]],
     lets the rows be read twice (once for the column types, once to write) without holding
     more than :data:`ROW_GROUP` of them. A list is read twice as it is; any other iterable
     is gathered into one first.
+
+    ``schema``: ``(the Arrow schema, its JSON-text columns)`` to write instead of the one read
+    from the rows (a shard's: :func:`~prompt_compiler.emit.shards.shard_schema`).
 
     The bytes depend only on the rows and the pyarrow version: fixed writer options
     (zstd level 3, dictionary encoding, statistics, 16,384-row groups, format 2.6), no
@@ -394,14 +398,14 @@ def write_parquet(rows: Iterable[Any] | Callable[[], Iterable[Any]],
 
         def source() -> Iterable[Any]:
             return held
-    schema, json_columns = _plan(pa, _chunked(source()))
+    table_schema, json_columns = schema or _plan(pa, _chunked(source()))
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with pa.parquet.ParquetWriter(target, schema, compression="zstd", compression_level=3,
+    with pa.parquet.ParquetWriter(target, table_schema, compression="zstd", compression_level=3,
                                   use_dictionary=True, write_statistics=True, version="2.6",
                                   store_schema=True) as writer:
         for chunk in _chunked(source()):
-            writer.write_table(_batch(pa, chunk, schema, json_columns),
+            writer.write_table(_batch(pa, chunk, table_schema, json_columns),
                                row_group_size=ROW_GROUP)
     digest = hashlib.sha256()
     with target.open("rb") as fh:

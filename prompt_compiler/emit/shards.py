@@ -35,7 +35,9 @@ from .formats import (
     BATCH_MAX_BYTES,
     BATCH_MAX_LINES,
     _dumps,
+    _field_type,
     _max_out_len,
+    _pyarrow,
     engine_chat_args,
     openai_batch_line,
     record_ids,
@@ -47,7 +49,7 @@ from .names import on_disk
 
 __all__ = ["EXTENSIONS", "LocalSink", "Shard", "ShardFile", "ShardPlan", "ShardSink",
            "check_shard_rows", "pair_digest", "plan_for", "pair_entry", "pair_folder", "shard_name",
-           "shard_tasks", "write_shards"]
+           "shard_schema", "shard_tasks", "write_shards"]
 
 EXTENSIONS = {"records": ".jsonl", "vllm": ".vllm.jsonl", "openai-batch": ".batch.jsonl",
               "parquet": ".parquet"}
@@ -409,16 +411,48 @@ def _check_batch(out: _Writer, line: bytes, limit: int, obj: Mapping[str, Any]) 
                         hint=f"give a smaller --shard-rows (now {out.plan.rows})")
 
 
+def shard_schema(messages: bool) -> tuple[Any, set[str]]:
+    """``(the Arrow schema, its JSON-text columns)`` of every Parquet shard of a pair, fixed
+    by the record schema alone so that the shards of one pair (written by different workers,
+    from rows that may lack a key or hold nulls) have one schema and read as one table
+    (``pyarrow.dataset``): every field a record may have, in the records' order (null where
+    a record has none); the types the record schema fixes (ids, counts, ``stop``, ...); JSON
+    text for the fields whose type comes from the data (``label``, ``continuation``,
+    ``gold``, ``spans``), and for ``prompt`` when the pair's prompts are chat messages
+    (``messages``), listed in the metadata ``prompt_compiler.json_columns``."""
+    import json
+
+    from .records import record_object
+
+    pa = _pyarrow()
+    names = record_object("", "", "ll", 0, 0, ice_ids=[], prompt="", prompt_sha256="",
+                          max_out_len=0, stop=[], stop_token_ids=[], gold=None, turn=0,
+                          dropped=[0], over_limit=True, input_ids=[], spans=[])
+    fields, json_columns = [], set()
+    for name in names:
+        fixed = pa.int64() if name == "mask_length" else _field_type(pa, name, [])
+        if fixed is None or (name == "prompt" and messages):
+            json_columns.add(name)
+            fixed = pa.string()
+        fields.append(pa.field(name, fixed))
+    meta = {b"prompt_compiler.json_columns": json.dumps(
+        [n for n in names if n in json_columns]).encode()}
+    return pa.schema(fields, metadata=meta), json_columns
+
+
 class _ParquetShard:
-    """A Parquet shard's records held in a temporary file until the shard is complete (the
-    table's column types are read from all of its records before it is written)."""
+    """A Parquet shard's records held in a temporary file until the shard is complete, then
+    written as one table of the pair's :func:`shard_schema`."""
 
     def __init__(self) -> None:
         fd, name = tempfile.mkstemp(prefix="compile-prompts-shard-", suffix=".jsonl")
         self.path = Path(name)
         self.fh = os.fdopen(fd, "wb", buffering=1 << 20)
+        self.messages = False
 
     def add(self, obj: Mapping[str, Any]) -> None:
+        if not self.fh.tell():  # a pair's prompts are all text or all messages
+            self.messages = not isinstance(obj.get("prompt"), str)
         self.fh.write(orjson.dumps(obj) + b"\n")
 
     def _read(self) -> Iterator[dict[str, Any]]:
@@ -430,7 +464,7 @@ class _ParquetShard:
         self.fh.close()
         table = self.path.with_suffix(".parquet")
         try:
-            write_parquet(self._read, table)
+            write_parquet(self._read, table, shard_schema(self.messages))
             with table.open("rb") as fh:
                 yield from iter(lambda: fh.read(1 << 20), b"")
         finally:
