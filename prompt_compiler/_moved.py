@@ -29,7 +29,7 @@ MOVED = {
     "diff": "inspection.diff",
     "embed_retrieve": "retrieve.embed",
     "fewshot": "assemble.fewshot",
-    "fill": "template.fill",
+    "fill": "promptlist.fill",
     "jinja_prompt": "template.jinja_prompt",
     "lint": "inspection.lint",
     "manifest": "emit.manifest",
@@ -43,7 +43,7 @@ MOVED = {
     "inspection.report_html": "inspection.viewer",  # the view command in viewer.py
     "reader": "data.reader",
     "special_tokens": "model.special_tokens",
-    "spans": "inspection.spans",
+    "spans": "assemble.spans",
     "system_role": "model.system_role",
     "tokenize": "model.tokenize",
     "viewer": "inspection.viewer",
@@ -64,6 +64,8 @@ MOVED = {
     "ray_engine": "run.engines.ray",
     "suite": "run.suite",
     "workers": "run.engines.workers",
+    "inspection.spans": "assemble.spans",  # compiling asks which text came from data
+    "template.fill": "promptlist.fill",  # the filling rules PromptList.format uses
 }
 """Old module (under ``prompt_compiler.``) -> where it lives now."""
 

@@ -406,7 +406,7 @@ class Compiler:
         :mod:`~prompt_compiler.plan` where one applies: the same prompts, ids and labels, but
         no ``intermediate``, and ``token_len`` only where ``max_seq_len`` needs the count.
         ``rows`` limits the records to those test rows (a dataset split across processes).
-        Span provenance is added by the caller (:func:`prompt_compiler.inspection.spans.add_spans`
+        Span provenance is added by the caller (:func:`prompt_compiler.assemble.spans.add_spans`
         on :meth:`run`'s output).
         """
         job, kind, params = self.job(dataset, model, options, lean=lean)
@@ -519,7 +519,7 @@ def _settled(records: Iterable[Record], job: Job, kind: str, params: Mapping[str
     """Records with their row id, the job's generation settings and, with ``tokenize`` (or
     data holding special-token text, D23), their token ids."""
     # a call-time import: which text came from data is read from the record's spans
-    from .inspection.spans import record_ids
+    from .assemble.spans import record_ids
 
     ids = record_ids(job, kind, params, labels)
     from .model.data_tokens import unsplit

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prompt_compiler import Policy, PromptTemplate
-from prompt_compiler.template.fill import Pattern, RowValues, fill_sequential, fill_single_pass
+from prompt_compiler.promptlist.fill import Pattern, RowValues, fill_sequential, fill_single_pass
 
 COMPAT = Policy.of("opencompass")
 DEFAULT = Policy.of("default")

@@ -238,6 +238,8 @@ def test_prompt_styles_are_exported() -> None:
     ("from prompt_compiler.sandbox import PromptSandbox", "safety.jinja_sandbox"),
     ("from prompt_compiler.parallel import PoolEngine", "run.engines.pool"),
     ("from prompt_compiler.suite import load", "run.suite"),
+    ("from prompt_compiler.template.fill import RowValues", "promptlist.fill"),
+    ("from prompt_compiler.inspection.spans import add_spans", "assemble.spans"),
 ])
 def test_moved_paths_import_with_a_deprecation_warning(statement: str, new: str) -> None:
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"

@@ -21,8 +21,8 @@ import _ocdir as O  # noqa: E402
 from test_cli_diff import _compile_all  # noqa: E402
 from test_opencompass_dir import _selected  # noqa: E402
 
+from prompt_compiler.assemble.spans import add_spans  # noqa: E402
 from prompt_compiler.data.reader import ReaderConfig, prepare_rows  # noqa: E402
-from prompt_compiler.inspection.spans import add_spans  # noqa: E402
 
 SUITE = Path(__file__).resolve().parent / "data" / "view" / "suite.yaml"
 T = {"kind": "template"}
@@ -199,7 +199,7 @@ def test_sentinel_text_in_data_gives_null_spans() -> None:
     )
 )
 def test_strip_tags_tiles_the_text(ops: list[tuple[str, str]]) -> None:
-    from prompt_compiler.inspection.spans import CLOSE, Tags, strip_tags
+    from prompt_compiler.assemble.spans import CLOSE, Tags, strip_tags
 
     tags = Tags()
     origins = {"open-col": col("c", "test", 0), "open-meta": M, "open-tpl": T}

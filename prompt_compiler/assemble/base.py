@@ -112,7 +112,7 @@ class Record:
     token_len_full: int | None = None
     over_limit: bool = False
     spans: Any = None
-    """Span provenance when asked for (:mod:`prompt_compiler.inspection.spans`); ``None``
+    """Span provenance when asked for (:mod:`prompt_compiler.assemble.spans`); ``None``
     otherwise."""
     rendered: Any = None
     gold: Any = None

@@ -8,7 +8,7 @@ Record schema (one JSON object per line of ``OUT/<model>/<dataset>.jsonl``)::
      examples or the prompt is over it), "over_limit": true (only then), "prompt",
      "prompt_sha256", "input_ids" (with --tokenize), "mask_length" (ppl, clp, ll records
      with --tokenize), "max_out_len", "stop", "stop_token_ids", "gold",
-     "spans" (with --spans: see :mod:`prompt_compiler.inspection.spans`)}
+     "spans" (with --spans: see :mod:`prompt_compiler.assemble.spans`)}
 
 ``index`` counts the compiled test rows (it restarts at 0 under ``test_range``); ``row`` is
 the row's id in the dataset's test split, stable under ``test_range``, ``--limit``,

@@ -9,7 +9,7 @@ and transformers' ``split_special_tokens=True`` encode it, and further: DeepSeek
 meta templates' own token text still becomes control ids. The prompt text is unchanged.
 
 Which occurrence came from data is read from the record's span provenance
-(:func:`prompt_compiler.inspection.spans.add_spans`: ``column`` spans); only records whose
+(:func:`prompt_compiler.assemble.spans.add_spans`: ``column`` spans); only records whose
 data holds an added token's text pay for it (:meth:`DataTokens.holds`). The text is cut at
 the control occurrences; each piece between them is encoded by the same pipeline with no
 added tokens (:attr:`DataTokens.plain`), which is what the tokenizer does to a piece without

@@ -165,7 +165,7 @@ class RecordIds:
 
     Args:
         split: Where data's special-token text lies in a record's text
-            (:class:`prompt_compiler.inspection.spans.DataSplit`; default mode, D23), or None.
+            (:class:`prompt_compiler.assemble.spans.DataSplit`; default mode, D23), or None.
         only_split: Only records whose data holds special-token text get ids (a model
             without ``tokenize``: their engine lines must carry the ids).
     """

@@ -142,7 +142,7 @@ class Lines:
         self.ice_piece, self.prompt_piece = before["ice_ids"], before["prompt"]
         self.sha_piece, self.ids_piece = before["prompt_sha256"], before.get("input_ids", b"")
         self.gold_piece = before["gold"]
-        from ..inspection.spans import record_ids  # which text came from data (D23)
+        from ..assemble.spans import record_ids  # which text came from data (D23)
 
         self.record_ids: Any = record_ids(job, kind, params, self.labels)
 

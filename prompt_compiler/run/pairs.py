@@ -249,11 +249,11 @@ def pair_records(pair: Pair, settings: CompileSettings, *, compiler: Compiler | 
 def _job_records(compiler: Compiler, job: Job, kind: str, params: Mapping[str, Any], *,
                  lean: bool, spans: bool, rows: range | None) -> Iterator[Record]:
     """A job's records; with ``spans``, each with its span provenance (the generic path,
-    re-rendered with tagged values: :func:`prompt_compiler.inspection.spans.add_spans`)."""
+    re-rendered with tagged values: :func:`prompt_compiler.assemble.spans.add_spans`)."""
     if not spans:
         yield from compiler.job_records(job, kind, params, lean=lean, rows=rows)
         return
-    from ..inspection.spans import add_spans
+    from ..assemble.spans import add_spans
 
     run = compiler.run(job, kind, params, rows=rows)
     yield from add_spans(job, kind, params, run.records, run.labels,

@@ -21,7 +21,7 @@ from ..promptlist import (
     str_template_with_list_ice,
 )
 from ..promptlist import replace_in as oc_replace
-from .fill import RowValues, fill_text
+from ..promptlist.fill import RowValues, fill_text
 
 __all__ = ["Ice", "Rendered", "check_growth", "fill_text", "non_str_prompt", "oc_format",
            "oc_replace", "role_with_list_ice", "str_template_with_list_ice"]

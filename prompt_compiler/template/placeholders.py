@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .fill import Pattern
+from ..promptlist.fill import Pattern
 
 __all__ = ["UnknownPlaceholder", "template_texts", "unknown_placeholders"]
 

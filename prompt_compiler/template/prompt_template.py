@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..policy import Policy
 from ..promptlist import Item, Marker, PromptList, RoleItem, item_from_obj
-from .fill import Pattern, RowValues
+from ..promptlist.fill import Pattern, RowValues
 from .oc_ops import (
     Ice,
     Rendered,

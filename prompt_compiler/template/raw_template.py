@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import TemplateError, TemplateTypeError
 from ..policy import Policy
-from .fill import RowValues
+from ..promptlist.fill import RowValues
 from .oc_ops import fill_text
 from .prompt_template import Ice, mask_row
 

@@ -33,7 +33,7 @@ __all__ = ["VALUE_TAGGER", "Pattern", "RowValues", "fill_sequential", "fill_sing
 
 VALUE_TAGGER: ContextVar[Callable[[Mapping[str, Any], str, str], str] | None] = ContextVar(
     "VALUE_TAGGER", default=None)
-"""Set only while span provenance is computed (:mod:`prompt_compiler.inspection.spans`): wraps each
+"""Set only while span provenance is computed (:mod:`prompt_compiler.assemble.spans`): wraps each
 stringified value (row, column, value) so that its position in the prompt can be found."""
 
 _SLOT = re.compile(r"\{([^{}]*)\}")

@@ -33,9 +33,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..assemble.base import SPANS_UNKNOWN as UNKNOWN
-from ..assemble.base import Job, Record
-from ..template import fill
+from ..promptlist import fill
+from .base import SPANS_UNKNOWN as UNKNOWN
+from .base import Job, Record
 
 __all__ = ["UNKNOWN", "DataSplit", "add_spans", "record_ids", "strip_tags"]
 
@@ -255,8 +255,8 @@ def _spans_of(tagged: Any, plain: Any, tags: Tags, default: dict[str, Any]) -> A
 def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[Record],
               labels: Sequence[Any] | None, written: Callable[[Record], Any]) -> Iterator[Record]:
     """``records`` with :attr:`Record.spans` set (``written(rec)`` is the prompt as written)."""
-    from ..assemble.gen import gen_record
-    from ..assemble.ppl import ppl_row_records
+    from .gen import gen_record
+    from .ppl import ppl_row_records
 
     tags = Tags()
     tjob = _tagged_job(job, kind, tags)
@@ -268,7 +268,7 @@ def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[
     chat_twins: Iterator[Record] | None = None
     ppl_row: tuple[Any, list[Record]] | None = None
     if kind == "chat":
-        from ..assemble.chat import chat_records
+        from .chat import chat_records
 
         chat_twins = chat_records(tjob, infer_mode=params.get("infer_mode", "last"))
     for rec in records:  # built untagged, outside the tagging context

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
-from .errors import DataError, LimitError, RenderError
-from .safety import limits
+from ..errors import DataError, LimitError, RenderError
+from ..safety import limits
 
 __all__ = ["Ice", "Item", "Marker", "PromptList", "Rendered", "RoleItem", "canonical_prompt",
            "check_growth", "item_from_obj", "json_default", "prompt_sha256", "replace_in",
@@ -248,8 +248,8 @@ class PromptList:
         other, as OpenCompass's ``safe_format`` does, so a value holding ``{later_key}``
         is filled again (defect D1).
         """
-        from .policy import Policy
-        from .template.fill import RowValues, fill_text
+        from ..policy import Policy
+        from .fill import RowValues, fill_text
 
         sequential = not Policy.of(policy).fixes("D1")
         row = RowValues.of(values)
