@@ -358,3 +358,18 @@ models:
     got = sorted(out.take_all(), key=lambda r: r["index"])
     assert [r["ice_ids"] for r in got] == TOPK3 * 50
     assert [r["prompt"] for r in got] == [r["prompt"] for r in records[:200]]
+
+
+def test_a_task_error_reaches_the_cli_as_itself_not_as_rays_traceback() -> None:
+    # Ray re-raises a task's error as a class deriving from both RayTaskError and the
+    # error's own class; its text is the task's traceback. The engine raises the cause.
+    from prompt_compiler.errors import ScoringNotImplementedError
+    from prompt_compiler.run.engines.ray import _own_error
+
+    cause = ScoringNotImplementedError("cannot score", key_path="infer_cfg.inferencer.type")
+    wrapped = ray.exceptions.RayTaskError(
+        "_whole_pair", 'Traceback (most recent call last):\n  File "x.py", line 1', cause
+    ).as_instanceof_cause()
+    assert isinstance(wrapped, ScoringNotImplementedError)
+    assert 'File "x.py"' in str(wrapped)
+    assert _own_error(wrapped) is cause

@@ -400,6 +400,8 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
 def _own_error(exc: BaseException) -> BaseException | None:
     """The error a task or a block raised, inside Ray's wrappers of it: this package's own
     error where there is one, else the task's cause (None when there is neither)."""
+    import ray
+
     seen: set[int] = set()
     todo, first = [exc], getattr(exc, "cause", None)
     while todo:
@@ -407,7 +409,9 @@ def _own_error(exc: BaseException) -> BaseException | None:
         if id(err) in seen:
             continue
         seen.add(id(err))
-        if isinstance(err, PromptCompilerError):
+        # Ray's wrapper may also be an instance of the cause's class; its text is the
+        # task's traceback, so the cause inside it is the error
+        if isinstance(err, PromptCompilerError) and not isinstance(err, ray.exceptions.RayError):
             return err
         todo.extend(e for e in (getattr(err, "cause", None), err.__cause__, err.__context__)
                     if isinstance(e, BaseException))
