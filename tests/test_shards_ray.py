@@ -129,3 +129,68 @@ def test_workers_find_their_own_rows_in_a_large_file(tmp_path: Path, cluster: st
     _ok(run_cli(*args, "-o", "ray", "--engine", "ray", "--ray-address", cluster, cwd=tmp_path,
                 timeout=600))
     assert _tree(tmp_path / "ray") == _tree(tmp_path / "local")
+
+
+_WORKER = """\
+import json, pickle, sys
+from prompt_compiler.emit.shards import LocalSink
+from prompt_compiler.run.engines.ray import _whole_pair_shards
+pair, settings, plan = pickle.load(open(sys.argv[1], "rb"))
+# a worker on another node: the driver's folder does not exist here
+entries = _whole_pair_shards("/nonexistent/driver-folder", pair, settings, plan,
+                             LocalSink(sys.argv[2], "out"))
+print(json.dumps([e["records"] for e in entries]))
+"""
+
+
+@pytest.mark.parametrize("handed", ["portable", "as-given"])
+def test_a_worker_in_another_folder_reads_the_driver_s_relative_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handed: str) -> None:
+    """``--data-dir ./data`` and a relative config path, as the driver hands them to a worker
+    whose working folder is elsewhere (another node): made absolute, the worker writes the
+    shards the CLI writes; as given, it would look in its own folder."""
+    import pickle
+
+    from prompt_compiler.emit.shards import plan_for
+    from prompt_compiler.run.engines.ray import portable
+    from prompt_compiler.run.settings import CompileSettings
+    from prompt_compiler.run.suite import load
+
+    proj, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    (proj / "data/gen").mkdir(parents=True)
+    (proj / "configs").mkdir()
+    elsewhere.mkdir()
+    (proj / "data/gen/train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
+    (proj / "data/gen/test.jsonl").write_text("".join(json.dumps(_test_row(i)) + "\n"
+                                                      for i in range(250)))
+    (proj / "configs/gen.yaml").write_text(
+        "datasets:\n  - abbr: gen\n    reader_cfg: {input_columns: [q], output_column: a}\n"
+        "    infer_cfg:\n"
+        "      ice_template: {type: PromptTemplate, template: \"Q: {q}\\nA: {a}\"}\n"
+        "      prompt_template: {type: PromptTemplate, template: \"</E>Q: {q}\\nA:\", "
+        "ice_token: \"</E>\"}\n"
+        "      retriever: {type: FixKRetriever, fix_id_list: [1, 0]}\n"
+        "      inferencer: {type: GenInferencer}\n"
+        "models:\n  - {abbr: lm, type: HuggingFaceCausalLM}\n")
+    _ok(run_cli("configs/gen.yaml", "--data-dir", "./data", "-o", "ref", "--shard-rows", "100",
+                cwd=proj))
+    monkeypatch.chdir(proj)
+    settings = CompileSettings(data_dir=Path("./data"), shard_rows=100)
+    pairs = load(["configs/gen.yaml"]).pairs()
+    plan = plan_for(pairs[0], 100)
+    if handed == "portable":
+        pairs, settings = portable(pairs, settings)
+        assert settings.data_dir == proj / "data"
+        assert pairs[0].dataset.config_path == str(proj / "configs/gen.yaml")
+    (tmp_path / "task.pkl").write_bytes(pickle.dumps((pairs[0], settings, plan)))
+    (elsewhere / "out/lm/gen").mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", _WORKER, str(tmp_path / "task.pkl"), "out"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    if handed == "as-given":
+        assert done.returncode == 1 and "no rows found" in done.stderr, done.stderr
+        return
+    _ok(done)
+    assert json.loads(done.stdout) == [100, 100, 50]
+    assert _tree(elsewhere / "out") == {k: v for k, v in _tree(proj / "ref").items()
+                                        if k != "manifest.json"}

@@ -50,7 +50,7 @@ from ..pairs import Counts, PreparedJob, locate, pair_lines, range_lines
 from ..settings import CompileSettings
 
 __all__ = ["RANGE_ROWS", "Offset", "RayEngine", "block_ids", "block_index", "compile_pairs",
-           "ray_session", "require_ray"]
+           "portable", "ray_session", "require_ray"]
 
 RANGE_ROWS = 20_000
 """Test rows of one row block (fewer where that gives each CPU at least two blocks)."""
@@ -200,6 +200,39 @@ def _worker_job(pair: Any, settings: CompileSettings, fresh: bool = False
                 _JOBS.clear()
             _JOBS[key] = found
     return found
+
+
+def portable(pairs: Sequence[Any], settings: CompileSettings
+             ) -> tuple[list[Any], CompileSettings]:
+    """``pairs`` and ``settings`` as workers get them: ``--data-dir``, the OpenCompass
+    interpreter and each config file made absolute against this process's folder (an
+    ``s3://`` URI as it is), so that a worker on another node, whose working folder is not
+    this one (:func:`_chdir` cannot follow), reads the files this process would: a relative
+    ``./data`` would be read from the worker's own folder. A dataset's ``path:`` is found
+    beside its (now absolute) config file, as locally."""
+    import dataclasses
+
+    from ...storage import object_uri
+
+    def absolute(path: Path | None) -> Path | None:
+        if path is None or object_uri(path) is not None:
+            return path
+        return Path(os.path.abspath(path))
+
+    settings = dataclasses.replace(settings, data_dir=absolute(settings.data_dir),
+                                   opencompass_python=absolute(settings.opencompass_python))
+
+    def config(where: Any) -> Any:
+        if isinstance(where, str) and where and os.path.isfile(where):
+            return os.path.abspath(where)
+        return where
+
+    found = []
+    for pair in pairs:
+        dataset = dataclasses.replace(pair.dataset, config_path=config(pair.dataset.config_path))
+        model = dataclasses.replace(pair.model, config_path=config(pair.model.config_path))
+        found.append(dataclasses.replace(pair, dataset=dataset, model=model))
+    return found, settings
 
 
 def _chdir(cwd: str) -> None:
@@ -365,6 +398,7 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
 
     from ...emit.names import on_disk
 
+    pairs, settings = portable(pairs, settings)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     if shards is not None:
         _shard_pairs(pairs, writer, outputs, settings, shards, progress, cpus,
