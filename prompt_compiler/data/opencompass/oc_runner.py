@@ -36,10 +36,37 @@ class BridgeFailure(Exception):
     """A failure reported to the bridge as one line."""
 
 
-def _find_module(datasets_dir: str, name: str) -> str:
-    """The dotted name of the module under ``opencompass/datasets`` defining class ``name``."""
+def _accepts(source: str, name: str, kwargs: dict[str, Any]) -> bool:
+    """Whether the ``load`` of class ``name`` in ``source`` takes ``kwargs`` (read with
+    :mod:`ast`; a ``load`` it cannot find or read is taken to)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "load":
+                    args = item.args
+                    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                    required = [a.arg for a in args.args[:len(args.args) - len(args.defaults)]]
+                    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults,
+                                                       strict=True) if d is None]
+                    if required[:1] in (["self"], ["cls"]):
+                        required = required[1:]
+                    return (all(k in names for k in kwargs) or args.kwarg is not None) and \
+                        all(r in kwargs for r in required)
+    return True
+
+
+def _find_module(datasets_dir: str, name: str, kwargs: dict[str, Any] | None = None) -> str:
+    """The dotted name of the module under ``opencompass/datasets`` defining class ``name``:
+    where several do (``needlebench`` and ``needlebench_v2`` share class names), the first
+    whose ``load`` takes ``kwargs`` (the one a config that works in OpenCompass imported)."""
     pattern = re.compile(r"^class\s+" + re.escape(name) + r"\s*[(:]", re.MULTILINE)
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(datasets_dir):
         dirs.sort()
         for file in sorted(files):
@@ -47,20 +74,23 @@ def _find_module(datasets_dir: str, name: str) -> str:
                 continue
             path = os.path.join(root, file)
             with open(path, encoding="utf-8", errors="replace") as handle:
-                if pattern.search(handle.read()):
-                    found.append(path)
+                source = handle.read()
+            if pattern.search(source):
+                found.append((path, source))
     if not found:
         raise BridgeFailure(f"{name} is not a class of OpenCompass's opencompass.datasets")
-    rel = os.path.relpath(found[0], datasets_dir)[: -len(".py")]
+    chosen = next((path for path, source in found
+                   if kwargs is None or _accepts(source, name, kwargs)), found[0][0])
+    rel = os.path.relpath(chosen, datasets_dir)[: -len(".py")]
     parts = [p for p in rel.split(os.sep) if p != "__init__"]
     return ".".join(["opencompass.datasets", *parts])
 
 
-def _load_class(name: str) -> tuple[Any, str]:
+def _load_class(name: str, kwargs: dict[str, Any] | None = None) -> tuple[Any, str]:
     import opencompass  # type: ignore[import-not-found]
 
     datasets_dir = os.path.join(os.path.dirname(opencompass.__file__), "datasets")
-    module_name = _find_module(datasets_dir, name)
+    module_name = _find_module(datasets_dir, name, kwargs)
     stub = types.ModuleType("opencompass.datasets")
     stub.__path__ = [datasets_dir]
     stub.__package__ = "opencompass.datasets"
@@ -142,7 +172,7 @@ def _write(dataset: Any, out_dir: str) -> list[str] | None:
 def _one(call: dict[str, Any], reads: _Reads, version_of: dict[str, str]) -> None:
     """One loader call: its splits and ``result.json`` into the call's ``out`` folder."""
     out_dir = call["out"]
-    cls, version_of["opencompass"] = _load_class(call["class"])
+    cls, version_of["opencompass"] = _load_class(call["class"], call["kwargs"])
     import opencompass.utils.datasets as oc_datasets  # type: ignore[import-not-found]
 
     oc_datasets.download_dataset = _no_download
