@@ -2,7 +2,7 @@
 
 The pipeline, each stage usable alone::
 
-    config -> template -> retrieve -> assemble -> plan -> render -> emit
+    config -> template -> retrieve -> plan -> assemble -> render -> emit
 
 Whole suites, as the CLI compiles them::
 

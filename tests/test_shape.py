@@ -297,3 +297,48 @@ def test_one_dataset_rows_class_per_name() -> None:
     assert reader.DatasetRows((), ()).test == ()
     with pytest.warns(DeprecationWarning, match="now LoadedRows"):
         assert sources.DatasetRows is sources.LoadedRows
+
+
+def _package_imports(folder: Path) -> set[str]:
+    """The ``prompt_compiler`` modules a folder's files import (relative imports resolved),
+    at module level and at call time alike."""
+    import ast
+
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        package = parts[:-1]  # a module's package; an __init__.py's is its own folder
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[:len(package) - node.level + 1]
+                target = ".".join((*base, *(node.module.split(".") if node.module else ())))
+                names = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+                found.update(names)
+    return found
+
+
+@pytest.mark.parametrize(("folder", "allowed"), [
+    ("safety", ("prompt_compiler.safety", "prompt_compiler.errors")),
+    ("promptlist", ("prompt_compiler.promptlist", "prompt_compiler.safety",
+                    "prompt_compiler.errors", "prompt_compiler.policy")),
+])
+def test_the_ground_floor_imports_nothing_above_it(folder: str, allowed: tuple[str, ...]) -> None:
+    """docs/architecture.md's floors: the ground floor's folders import only the ground."""
+    imports = _package_imports(REPO / "prompt_compiler" / folder)
+    assert imports, folder
+    above = sorted(m for m in imports
+                   if not any(m == a or m.startswith(a + ".") for a in allowed))
+    assert above == []
+
+
+def test_the_floors_table_names_every_root_module_and_folder() -> None:
+    """Every module and folder at the package's root has its floor in docs/architecture.md."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    floors = text.split("## The floors", 1)[1].split("## Where each rule lives", 1)[0]
+    root = REPO / "prompt_compiler"
+    entries = [p.name + "/" if p.is_dir() else p.name for p in root.iterdir()
+               if (p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py"]
+    missing = [e for e in entries
+               if e not in ("__main__.py", "_moved.py", "_version.py") and f"`{e}`" not in floors
+               and not any(f"`{e}" in cell for cell in floors.split("|"))]
+    assert missing == []
