@@ -4,7 +4,9 @@ One run each of the 1,000,000-row gen job (5-shot FixK, MMLU-shaped rows) with
 ``--shard-rows 100000``: the local CLI (one process), then ``--engine ray`` with 1 and with 2
 workers (a local instance of N CPUs, started and stopped by the CLI). With shards the
 workers write and hash their own shards and the ``compile-prompts`` process writes only the
-manifest. Printed: wall time, rows per second per worker, the 2-vs-1 speedup; the CPU time of
+manifest. Printed: wall time, rows per second per worker, the 2-vs-1 speedup of the whole
+run and its marginal speedup from the 250,000-row to the 1,000,000-row job (the wall time the
+extra rows add, so Ray's start and stop cancel out, as for the CPU share); the CPU time of
 the ``compile-prompts`` process against the CPU time of the whole run (it and every process
 it started), as the marginal share from a 250,000-row to the 1,000,000-row job (Ray's start
 and stop cancel out); the peak RSS of each Ray worker (sampled from /proc while it runs).
@@ -202,8 +204,19 @@ def main() -> int:
         print(f"{'driver share, 250k -> 1M':30}{'':14}{shares[0]:16.1%}{shares[1]:16.1%}")
         print(f"{'peak RSS per worker (MB)':30}{'':14}{one['worker_mb']:16.0f}"
               f"{two['worker_mb']:16.0f}")
+        print(f"{'  at 250k rows: wall (s)':30}{'':14}{small_one['wall']:16.1f}"
+              f"{small_two['wall']:16.1f}")
+        extra = n - quarter
+        marginal = [big["wall"] - small["wall"] for big, small in ((one, small_one),
+                                                                    (two, small_two))]
+        print(f"{'marginal rows/s per worker':30}{'':14}"
+              f"{extra / max(1e-9, marginal[0]):16,.0f}"
+              f"{extra / max(1e-9, marginal[1]) / 2:16,.0f}")
         print(f"2 workers vs 1: {one['wall'] / two['wall']:.2f}x (wall time of the CLI, Ray's "
-              f"start and stop included); shard sets byte-identical: {same}")
+              f"start and stop included); marginal, 250k -> 1M rows: "
+              f"{marginal[0] / max(1e-9, marginal[1]):.2f}x (the wall time the extra "
+              f"{extra:,} rows add: Ray's start and stop cancel out); shard sets "
+              f"byte-identical: {same}")
         return 0 if same else 1
     finally:
         if args.keep is None:
