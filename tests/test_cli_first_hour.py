@@ -182,7 +182,8 @@ def test_a_relative_chat_template_is_read_beside_the_model_file(tmp_path: Path) 
     assert proc.returncode == 1
     suite = tmp_path / "suite"
     assert proc.stderr == (
-        "compile-prompts: error: suite/eval.py: model 'chat', at models[0].chat_template: chat "
+        "compile-prompts: error: suite/models/chat.py (imported by suite/eval.py): model "
+        "'chat', at models[0].chat_template: chat "
         f"template file 'chat2.jinja' does not exist (looked for {suite}/models/chat2.jinja, "
         f"{suite}/chat2.jinja, {tmp_path}/chat2.jinja) (hint: a relative path is read beside the "
         "file that sets it)\n")
