@@ -133,7 +133,7 @@ def compile_parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, di
     from concurrent.futures import ProcessPoolExecutor
 
     from ...safety.interrupts import deferred
-    from .workers import Watch, init_worker, labelled, result, stop_workers
+    from .workers import Watch, init_worker, labelled, pool_context, result, stop_workers
 
     jobs = settings.jobs
     split = [row_ranges(pair, settings, jobs) for pair in pairs]
@@ -145,7 +145,7 @@ def compile_parallel(pairs: list[Pair], writer: OutputDir, outputs: dict[str, di
     futures: list[list[tuple[str, Any]]] = []
     try:
         with ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
-                                 initargs=(os.getpid(),)) as pool:
+                                 initargs=(os.getpid(),), mp_context=pool_context()) as pool:
             staging = str(writer.staging)
             watch = Watch(pool, staging)
             try:
@@ -276,7 +276,7 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
     from concurrent.futures import ProcessPoolExecutor
 
     from ...safety.interrupts import deferred
-    from .workers import Watch, init_worker, labelled, result, stop_workers
+    from .workers import Watch, init_worker, labelled, pool_context, result, stop_workers
 
     jobs = settings.jobs
     split = [shard_split(pair, settings, plans[pair.out_name], jobs) for pair in pairs]
@@ -286,7 +286,7 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
     futures: list[list[Any]] = []
     try:
         with ProcessPoolExecutor(max_workers=jobs, initializer=init_worker,
-                                 initargs=(os.getpid(),)) as pool:
+                                 initargs=(os.getpid(),), mp_context=pool_context()) as pool:
             staging = str(writer.staging)
             watch = Watch(pool, staging)
             try:

@@ -29,9 +29,22 @@ from ...errors import WorkerError
 if TYPE_CHECKING:  # annotations only: --jobs 1 runs never import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["Watch", "init_worker", "labelled", "result", "stop_workers"]
+__all__ = ["Watch", "init_worker", "labelled", "pool_context", "result", "stop_workers"]
 
 _PR_SET_PDEATHSIG = 1
+
+
+def pool_context() -> Any:
+    """How the pool starts its workers: forked (they inherit the prepared jobs), unless this
+    process has loaded PyTorch (an embedding retriever), whose thread pools do not survive a
+    fork: a forked worker using them waits forever on a lock its parent's thread held. Then
+    the workers start from a fork server (a fresh interpreter) and prepare their jobs from the
+    pairs again."""
+    import multiprocessing
+
+    if "torch" in sys.modules and "forkserver" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("forkserver")
+    return None
 
 
 def init_worker(parent: int) -> None:
