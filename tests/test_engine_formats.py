@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import prompt_compiler as pc
-from prompt_compiler.emit.formats import openai_batch_line, record_ids, vllm_line
+from prompt_compiler.emit.requests import openai_batch_line, record_ids, vllm_line
 from tests._cli import run_cli
 
 # vLLM (checked against its source, 2026-11): what LLM.generate takes as one prompt, and the
@@ -357,7 +357,7 @@ def test_parquet_bytes_are_the_same_every_run(tmp_path: Path) -> None:
 
 def test_parquet_messages_and_mixed_values() -> None:
     pa = pytest.importorskip("pyarrow")
-    from prompt_compiler.emit.formats import parquet_table
+    from prompt_compiler.emit.parquet import parquet_table
 
     table = parquet_table([
         {"prompt": [{"role": "user", "content": "hi"}], "gold": 1, "ice_ids": []},
@@ -428,7 +428,7 @@ models:
 
 def test_write_parquet_takes_record_objects(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    from prompt_compiler.emit.formats import write_parquet
+    from prompt_compiler.emit.parquet import write_parquet
 
     rec = pc.Record(dataset="d", model="m", mode="gen", index=0, prompt="Q: hi\nA:", gold="x")
     digest = write_parquet([rec], tmp_path / "t.parquet")
@@ -444,7 +444,7 @@ def test_parquet_is_written_in_row_groups_with_one_schema(tmp_path: Path,
     """Rows are written a row group at a time (memory bounded by the group, not the pair); a
     column's type holds for every group, and one whose groups disagree is JSON text."""
     pq = pytest.importorskip("pyarrow.parquet")
-    from prompt_compiler.emit import formats
+    from prompt_compiler.emit import parquet as formats
 
     monkeypatch.setattr(formats, "ROW_GROUP", 2)
     rows = [{"index": 0, "gold": 1, "label": None}, {"index": 1, "gold": 2, "label": None},

@@ -104,13 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fewshot", choices=("multiturn", "inline"),
                    help="role-based in-context examples as user/assistant turns, or inline as "
                         "text in the first user turn (overrides the datasets' 'fewshot' key)")
-    from ..emit.formats import FORMATS  # the one list of output formats
+    from ..emit.formats import OUTPUT_FORMATS  # the one list of output formats
 
-    p.add_argument("--format", choices=FORMATS,
-                   default="records",
-                   help="what to write per dataset x model: the JSONL records (default), "
-                        "vLLM offline inputs (.vllm.jsonl), OpenAI Batch API request files "
-                        "(.batch-NNNNN.jsonl) or a Parquet table (.parquet; extra 'parquet')")
+    p.add_argument("--format", choices=OUTPUT_FORMATS.names(), default="records",
+                   help=f"what to write per dataset x model: {OUTPUT_FORMATS.help()}")
     p.add_argument("--shard-rows", type=int, metavar="N",
                    help="write each dataset x model as <model>/<dataset>/part-NNNNN files of at "
                         "most N records, each hashed in the manifest (written by the processes "

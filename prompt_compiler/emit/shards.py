@@ -18,42 +18,24 @@ manifest names and nothing else (:func:`prompt_compiler.emit.manifest.listed_fil
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
-from ..errors import ConfigError, DataError, OutputError, PromptCompilerError
+from ..errors import ConfigError, OutputError, PromptCompilerError
 from .blockfile import BlockFile
-from .formats import (
-    BATCH_MAX_BYTES,
-    BATCH_MAX_LINES,
-    _dumps,
-    _field_type,
-    _max_out_len,
-    _pyarrow,
-    engine_chat_args,
-    openai_batch_line,
-    record_ids,
-    request_model,
-    vllm_line,
-    write_parquet,
-)
+from .formats import OUTPUT_FORMATS, FileSet, FormatPlan
 from .names import on_disk
+from .requests import record_ids
 
-__all__ = ["EXTENSIONS", "LocalSink", "Shard", "ShardFile", "ShardPlan", "ShardSink",
+__all__ = ["LocalSink", "Shard", "ShardFile", "ShardPlan", "ShardSink",
            "check_shard_rows", "pair_digest", "plan_for", "pair_entry", "pair_folder", "shard_name",
-           "shard_schema", "shard_tasks", "write_shards"]
-
-EXTENSIONS = {"records": ".jsonl", "vllm": ".vllm.jsonl", "openai-batch": ".batch.jsonl",
-              "parquet": ".parquet"}
-"""A shard's file extension per ``--format``."""
+           "shard_stem", "shard_tasks", "write_shards"]
 
 _OVER = b'"over_limit": true'
 """How a record line flags ``over_limit`` (a key: inside a JSON string its quotes are escaped)."""
@@ -74,9 +56,15 @@ def pair_folder(out_name: str) -> str:
     return out_name[:-len(".jsonl")] if out_name.endswith(".jsonl") else out_name
 
 
+def shard_stem(folder: str, k: int) -> str:
+    """The name in OUT of shard ``k`` of the pair whose folder is ``folder``, without the
+    format's extension."""
+    return f"{folder}/part-{k:05d}"
+
+
 def shard_name(folder: str, k: int, fmt: str = "records") -> str:
     """The name in OUT of shard ``k`` of the pair whose folder is ``folder``."""
-    return f"{folder}/part-{k:05d}{EXTENSIONS[fmt]}"
+    return shard_stem(folder, k) + OUTPUT_FORMATS.get(fmt).shard_suffix
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,29 +73,24 @@ class ShardPlan:
 
     rows: int
     """Records per shard (``--shard-rows``)."""
-    fmt: str = "records"
-    """The run's ``--format``."""
-    model_name: str = ""
-    """``body.model`` of batch requests (the model config's ``path``, else its abbr)."""
-    max_out_len: int | None = None
-    """Stands in where a record carries no ``max_out_len`` (vllm, openai-batch)."""
-    batch_lines: int = BATCH_MAX_LINES
-    batch_bytes: int = BATCH_MAX_BYTES
-    chat: Mapping[str, Any] = field(default_factory=dict)
-    """What messages lines carry for the engine (:func:`~.formats.engine_chat_args`)."""
+    form: FormatPlan = FormatPlan()
+    """The run's format and what the pair's files in it need."""
+
+    @property
+    def fmt(self) -> str:
+        """The run's ``--format``."""
+        return self.form.fmt
 
     @property
     def size(self) -> int:
-        """Records per shard: ``rows``, and for openai-batch at most the API's line limit."""
-        return min(self.rows, self.batch_lines) if self.fmt == "openai-batch" else self.rows
+        """Records per shard: ``rows``, or fewer where the format caps a file (openai-batch:
+        the API's line limit)."""
+        return OUTPUT_FORMATS.get(self.fmt).records_per_file(self.form, self.rows)
 
 
 def plan_for(pair: Any, rows: int, fmt: str = "records", **limits: int) -> ShardPlan:
     """The shard plan of one pair of the run (``limits``: ``batch_lines``, ``batch_bytes``)."""
-    if fmt == "openai-batch" and (min(limits.values(), default=1) < 1):
-        raise ConfigError("the batch file limits must be positive")
-    return ShardPlan(rows, fmt, request_model(pair, pair.model.abbr), _max_out_len(pair),
-                     chat=engine_chat_args(pair), **limits)
+    return ShardPlan(rows, FormatPlan.of(pair, fmt, **limits))
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +279,7 @@ def write_shards(sink: ShardSink, folder: str, blocks: Iterable[bytes], plan: Sh
     hi = shards.stop * size if shards is not None else None
     out = _Writer(sink, folder, plan)
     try:
-        if plan.fmt == "records":
+        if OUTPUT_FORMATS.get(plan.fmt).raw:
             _write_lines(out, blocks, start, lo, hi)
         else:
             _write_converted(out, blocks, start, lo, hi)
@@ -347,16 +330,26 @@ def _write_lines(out: _Writer, blocks: Iterable[bytes], pos: int, lo: int, hi: i
 
 def _write_converted(out: _Writer, blocks: Iterable[bytes], pos: int, lo: int, hi: int | None
                      ) -> None:
-    """Record lines into shards of another format, one record at a time (record ids count
-    from the first line, a row's first record, so a row cut by a shard boundary keeps its
-    ids)."""
+    """Record lines into shards of another format: each shard one file set of the format
+    (:meth:`~.formats.OutputFormat.open`), written record by record (record ids count from
+    the first line, a row's first record, so a row cut by a shard boundary keeps its ids)."""
     plan, size = out.plan, out.plan.size
-    parquet: _ParquetShard | None = None
+    fmt = OUTPUT_FORMATS.get(plan.fmt)
+    files: FileSet | None = None
+    first = 0
 
     def objects() -> Iterator[dict[str, Any]]:
         for block in blocks:
             for line in bytes(block).splitlines():
                 yield orjson.loads(line)
+
+    def finish() -> None:
+        nonlocal files
+        done, files = files, None
+        if done is not None:
+            (written,) = done.close()  # a shard is one file
+            out.done.append(Shard(written.name, first, written.records, written.sha256,
+                                  written.over_limit))
 
     try:
         for rid, obj in record_ids(objects()):
@@ -365,112 +358,15 @@ def _write_converted(out: _Writer, blocks: Iterable[bytes], pos: int, lo: int, h
                 continue
             if hi is not None and pos >= hi:
                 break
-            if out.file is None:
-                out.open(pos // size)
-                if plan.fmt == "parquet":
-                    parquet = _ParquetShard()
-            over = 1 if obj.get("over_limit") else 0
-            if parquet is not None:
-                parquet.add(obj)
-                out.count += 1
-                out.over += over
-            else:
-                if plan.fmt == "vllm":
-                    line = _dumps(vllm_line(rid, obj, plan.max_out_len, plan.chat))
-                else:
-                    line = _dumps(openai_batch_line(rid, obj, plan.model_name,
-                                                    plan.max_out_len, plan.chat))
-                    _check_batch(out, line, plan.batch_bytes, obj)
-                out.write(line, 1, over)
+            if files is None:
+                first = pos // size * size
+                files = fmt.open(out.sink, shard_stem(out.folder, pos // size), plan.form,
+                                 plan.rows)
+            files.add(rid, obj)
             pos += 1
             if pos % size == 0 or (hi is not None and pos >= hi):
-                _finish(out, parquet)
-                parquet = None
-        _finish(out, parquet)
+                finish()
+        finish()
     finally:
-        if parquet is not None:
-            parquet.discard()
-
-
-def _finish(out: _Writer, parquet: _ParquetShard | None) -> None:
-    if parquet is not None and out.file is not None:
-        for chunk in parquet.table_bytes():
-            out.file.write(chunk)
-        parquet.discard()
-    out.close()
-
-
-def _check_batch(out: _Writer, line: bytes, limit: int, obj: Mapping[str, Any]) -> None:
-    if len(line) > limit:
-        raise DataError(f"one batch request is {len(line)} bytes, over the {limit}-byte file "
-                        "limit", dataset=obj.get("dataset"), model=obj.get("model"),
-                        row=obj.get("index"))
-    if out.bytes + len(line) > limit:
-        raise DataError(f"the batch file {out.sink.shown(out.name)} would be over the "
-                        f"{limit}-byte limit of the Batch API",
-                        hint=f"give a smaller --shard-rows (now {out.plan.rows})")
-
-
-def shard_schema(messages: bool) -> tuple[Any, set[str]]:
-    """``(the Arrow schema, its JSON-text columns)`` of every Parquet shard of a pair, fixed
-    by the record schema alone so that the shards of one pair (written by different workers,
-    from rows that may lack a key or hold nulls) have one schema and read as one table
-    (``pyarrow.dataset``): every field a record may have, in the records' order (null where
-    a record has none); the types the record schema fixes (ids, counts, ``stop``, ...); JSON
-    text for the fields whose type comes from the data (``label``, ``continuation``,
-    ``gold``, ``spans``), and for ``prompt`` when the pair's prompts are chat messages
-    (``messages``), listed in the metadata ``prompt_compiler.json_columns``."""
-    import json
-
-    from .records import record_object
-
-    pa = _pyarrow()
-    names = record_object("", "", "ll", 0, 0, ice_ids=[], prompt="", prompt_sha256="",
-                          max_out_len=0, stop=[], stop_token_ids=[], gold=None, turn=0,
-                          dropped=[0], over_limit=True, input_ids=[], spans=[])
-    fields, json_columns = [], set()
-    for name in names:
-        fixed = pa.int64() if name == "mask_length" else _field_type(pa, name, [])
-        if fixed is None or (name == "prompt" and messages):
-            json_columns.add(name)
-            fixed = pa.string()
-        fields.append(pa.field(name, fixed))
-    meta = {b"prompt_compiler.json_columns": json.dumps(
-        [n for n in names if n in json_columns]).encode()}
-    return pa.schema(fields, metadata=meta), json_columns
-
-
-class _ParquetShard:
-    """A Parquet shard's records held in a temporary file until the shard is complete, then
-    written as one table of the pair's :func:`shard_schema`."""
-
-    def __init__(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="compile-prompts-shard-", suffix=".jsonl")
-        self.path = Path(name)
-        self.fh = os.fdopen(fd, "wb", buffering=1 << 20)
-        self.messages = False
-
-    def add(self, obj: Mapping[str, Any]) -> None:
-        if not self.fh.tell():  # a pair's prompts are all text or all messages
-            self.messages = not isinstance(obj.get("prompt"), str)
-        self.fh.write(orjson.dumps(obj) + b"\n")
-
-    def _read(self) -> Iterator[dict[str, Any]]:
-        with self.path.open("rb") as fh:
-            for line in fh:
-                yield orjson.loads(line)
-
-    def table_bytes(self) -> Iterator[bytes]:
-        self.fh.close()
-        table = self.path.with_suffix(".parquet")
-        try:
-            write_parquet(self._read, table, shard_schema(self.messages))
-            with table.open("rb") as fh:
-                yield from iter(lambda: fh.read(1 << 20), b"")
-        finally:
-            table.unlink(missing_ok=True)
-
-    def discard(self) -> None:
-        with contextlib.suppress(OSError):
-            self.fh.close()
-        self.path.unlink(missing_ok=True)
+        if files is not None:
+            files.abort()

@@ -37,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..emit.formats import sampling_params
+from ..emit.requests import sampling_params
 from ..errors import ConfigError, DataError, PromptCompilerError, UnsupportedError
 from ..retrieve.basic import BlockIndex
 from ..run.engines.ray import Offset, block_ids, block_index, require_ray

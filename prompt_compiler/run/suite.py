@@ -445,7 +445,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
     """
     from dataclasses import replace
 
-    from ..emit.formats import check_format, convert_outputs
+    from ..emit.formats import OUTPUT_FORMATS, convert_outputs
     from ..emit.shards import check_shard_rows, plan_for
     from .engines import engine_for
 
@@ -453,11 +453,9 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
     if settings.no_rows and out is not None:
         raise ConfigError("stand-in rows (--no-rows) are for checking: nothing is written",
                           hint="use --check --no-rows")
-    fmt = check_format(settings.format)
-    if fmt == "parquet":
-        from ..emit.formats import _pyarrow
-
-        _pyarrow()  # a missing extra fails before anything is compiled
+    output_format = OUTPUT_FORMATS.get(settings.format)
+    output_format.check_available()  # e.g. a missing extra, before anything is compiled
+    fmt = output_format.name
     from ..storage import object_uri
 
     remote = object_uri(out)
@@ -492,7 +490,7 @@ def compile_to_dir(suite: Suite, out: PathArg | None, settings: CompileSettings 
             shards = {p.out_name: plan_for(p, settings.shard_rows, fmt, **limits) for p in pairs}
         engine_for(settings, writing=writer is not None).run(
             pairs, writer, outputs, settings, shards=shards, progress=progress, digests=digests)
-        if fmt != "records" and writer is not None and shards is None:
+        if not output_format.raw and writer is not None and shards is None:
             outputs = convert_outputs(writer, outputs, {p.out_name: p for p in pairs}, fmt,
                                       **limits)
         from ..model.spec import manifest_models
