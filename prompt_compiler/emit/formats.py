@@ -33,16 +33,8 @@ from typing import Any, Protocol
 import orjson
 
 from ..errors import ConfigError, DataError, PromptCompilerError, RegistryError
+from . import requests as req
 from .parquet import ParquetSpool, shard_schema
-from .requests import (
-    engine_chat_args,
-    openai_batch_line,
-    pair_max_out_len,
-    record_ids,
-    request_bytes,
-    request_model,
-    vllm_line,
-)
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "OUTPUT_FORMATS", "FileSet",
            "FormatPlan", "LineFormat", "OutputFormat", "OutputFormats", "Written",
@@ -76,8 +68,8 @@ class FormatPlan:
         """The plan of one pair of a run (``limits``: ``batch_lines``, ``batch_bytes``)."""
         if min(limits.values(), default=1) < 1:
             raise ConfigError("the batch file limits must be positive")
-        return cls(fmt, request_model(pair, pair.model.abbr), pair_max_out_len(pair),
-                   engine_chat_args(pair), **limits)
+        return cls(fmt, req.request_model(pair, pair.model.abbr), req.pair_max_out_len(pair),
+                   req.engine_chat_args(pair), **limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +165,7 @@ class VllmFormat(LineFormat):
     summary = "vLLM offline inputs (.vllm.jsonl)"
 
     def line(self, rid: str, obj: Mapping[str, Any], plan: FormatPlan) -> dict[str, Any]:
-        return vllm_line(rid, obj, plan.max_out_len, plan.chat)
+        return req.vllm_line(rid, obj, plan.max_out_len, plan.chat)
 
 
 class OpenAIBatchFormat(LineFormat):
@@ -181,7 +173,7 @@ class OpenAIBatchFormat(LineFormat):
     summary = "OpenAI Batch API request files (.batch-NNNNN.jsonl)"
 
     def line(self, rid: str, obj: Mapping[str, Any], plan: FormatPlan) -> dict[str, Any]:
-        return openai_batch_line(rid, obj, plan.model_name, plan.max_out_len, plan.chat)
+        return req.openai_batch_line(rid, obj, plan.model_name, plan.max_out_len, plan.chat)
 
     def records_per_file(self, plan: FormatPlan, rows: int) -> int:
         return min(rows, plan.batch_lines)
@@ -243,7 +235,7 @@ class LineFiles:
         self.lines = self.size = self.over = 0
 
     def add(self, rid: str, obj: Mapping[str, Any]) -> None:
-        line = request_bytes(self.fmt.line(rid, obj, self.plan))
+        line = req.request_bytes(self.fmt.line(rid, obj, self.plan))
         if self.file is None:
             self._next()
         if self.lines and not self.fmt.fits(self, line, obj):
@@ -362,7 +354,7 @@ def check_format(value: Any, *, where: str = "--format") -> str:
 def write_records(files: FileSet, objects: Iterable[Mapping[str, Any]]) -> list[Written]:
     """Write record objects (a pair's, from its first) into ``files``; the files written."""
     try:
-        for rid, obj in record_ids(objects):
+        for rid, obj in req.record_ids(objects):
             files.add(rid, obj)
         return files.close()
     except BaseException:
