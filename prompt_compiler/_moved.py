@@ -51,6 +51,7 @@ MOVED = {
     "config.pyconfig": "config.python.load",
     "config.python_loader": "config.python.mmengine_mode",
     "config.mm_values": "config.python.mm_values",
+    "config.opencompass_shim": "config.python.shim",  # only Python configs load under it
     # root modules grouped into folders (issue 27)
     "interrupts": "safety.interrupts",
     "limits": "safety.limits",

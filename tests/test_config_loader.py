@@ -16,7 +16,7 @@ from prompt_compiler.config import (
     opencompass_shim,
     renderer_for_model_class,
 )
-from prompt_compiler.config.opencompass_shim import Placeholder, is_placeholder, placeholder_name
+from prompt_compiler.config.python.shim import Placeholder, is_placeholder, placeholder_name
 from prompt_compiler.errors import ConfigError, RegistryError
 
 DATA = Path(__file__).parent / "data"

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from prompt_compiler.config.opencompass_shim import opencompass_shim
 from prompt_compiler.config.python.load import (
     _settings,
     find_package_root,
@@ -24,6 +23,7 @@ from prompt_compiler.config.python.load import (
     load_variables,
 )
 from prompt_compiler.config.python.mmengine_mode import NeedsMmengine
+from prompt_compiler.config.python.shim import opencompass_shim
 from prompt_compiler.config.records import TypeRef
 from prompt_compiler.errors import ConfigError
 

@@ -233,6 +233,8 @@ def test_prompt_styles_are_exported() -> None:
     ("from prompt_compiler.planlines import Lines", "plan.lines"),
     ("from prompt_compiler.config.pyconfig import to_plain", "config.python.load"),
     ("from prompt_compiler.config.python_loader import load", "config.python.mmengine_mode"),
+    ("from prompt_compiler.config.opencompass_shim import opencompass_shim",
+     "config.python.shim"),
     ("from prompt_compiler.config.pyguard import Guard", "config.python.check and "
      "prompt_compiler.config.python.stand_ins and prompt_compiler.config.python.budget"),
     ("from prompt_compiler.sandbox import PromptSandbox", "safety.jinja_sandbox"),

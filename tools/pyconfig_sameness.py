@@ -40,7 +40,7 @@ def compare(file: str) -> tuple[str, str, str]:
     import io
     import warnings
 
-    from prompt_compiler.config.opencompass_shim import opencompass_shim
+    from prompt_compiler.config.python.shim import opencompass_shim
     from prompt_compiler.config.python.load import _settings, find_package_root, load_variables
     from prompt_compiler.config.python.mmengine_mode import NeedsMmengine
     from prompt_compiler.errors import PromptCompilerError

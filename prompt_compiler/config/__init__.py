@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..model.classes import Renderer, renderer_for_model_class
 from .loader import CONFIG_SUFFIXES, load_config, load_configs
 from .normalize import normalize_dataset, normalize_model
-from .opencompass_shim import opencompass_shim
+from .python.shim import opencompass_shim
 from .records import DatasetConfig, ModelConfig, SuiteConfig, TypeRef
 
 __all__ = [

@@ -23,8 +23,8 @@ from ..safety.yaml_loader import load_yaml
 from .chatml import CHATML_KEY, chatml_entries
 from .normalize import check_values, normalize_dataset, normalize_entries, normalize_model
 from .oc_configs import configs_folder, package_root
-from .origins import BaseRecorder, Origin
-from .python import ENVIRONMENT_KEY, load_python_config
+from .origins import Origin, defined_at
+from .python import read_python_config
 from .records import DatasetConfig, ModelConfig, SuiteConfig
 
 __all__ = ["CONFIG_SUFFIXES", "load_config", "load_configs", "resolve_root"]
@@ -143,10 +143,10 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
     environment: tuple[tuple[str, str | None], ...] = ()
     origins: dict[str, Origin] = {}
     if suffix == ".py":
-        recorder = BaseRecorder()
-        top: Any = load_python_config(file, display, root, recorder)
-        environment = _environment(top.pop(ENVIRONMENT_KEY, None))
-        origins = recorder.origins(file)
+        loaded = read_python_config(file, display, root)
+        top: Any = loaded.settings
+        environment = loaded.environment
+        origins = defined_at(loaded.bases, file)
     elif suffix in (".yaml", ".yml"):
         top = _read_yaml(file, display)
     elif suffix == ".json":
@@ -189,15 +189,6 @@ def _load_file(file: Path, display: str, root: Path | None, *, named: bool,
                        opencompass_root=root if suffix == ".py" else None,
                        combinations=combinations,
                        environment=environment)
-
-
-def _environment(read: dict[str, str | None] | None) -> tuple[tuple[str, str | None], ...]:
-    """The variables a config read, each with the sha256 of its value (``None``: unset)."""
-    import hashlib
-
-    return tuple((name, None if value is None else
-                  hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest())
-                 for name, value in sorted((read or {}).items()))
 
 
 def _rooted(datasets: tuple[DatasetConfig, ...], root: Path) -> tuple[DatasetConfig, ...]:

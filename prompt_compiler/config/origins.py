@@ -2,9 +2,10 @@
 
 An eval config rarely defines its datasets and models itself: it imports them from base
 configs (``with read_base():`` or ``_base_``), often through a collection file. The loaders
-(ours and mmengine's) hand every base config's variables to a :class:`BaseRecorder` as that
-base finishes loading, so the deepest file comes first; the dicts of its top-level lists are
-noted by ``abbr`` with their key path in that file. An error or warning about an entry then
+(ours and mmengine's) note every base config's top-level lists as that base finishes loading,
+so the deepest file comes first (:attr:`~.python.load.PythonConfig.bases`); once the config
+has loaded, :func:`defined_at` reads them in one pass: the dicts of those lists by ``abbr``,
+with their key path in that file. An error or warning about an entry then
 names the file and key path that define it, followed by the eval config that imports it
 (``configs/datasets/beta.py (imported by configs/eval_b.py): ..., at beta_datasets[0].x``),
 without running any config a second time.
@@ -13,7 +14,7 @@ without running any config a second time.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..errors import PromptCompilerError
 
-__all__ = ["BaseRecorder", "Origin", "is_under", "named_at", "relocate"]
+__all__ = ["BaseRecorder", "Origin", "defined_at", "is_under", "named_at", "relocate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,16 @@ class BaseRecorder:
         itself."""
         own = _shown(str(config_file))
         return {abbr: o for abbr, o in self._found.items() if o.file != own}
+
+
+def defined_at(bases: Iterable[tuple[str, Mapping[Any, Any]]],
+               config_file: Path) -> dict[str, Origin]:
+    """abbr -> where it is defined, for the entries of ``bases`` (each base config's file
+    and variables, deepest first) not defined by ``config_file`` itself."""
+    recorder = BaseRecorder()
+    for filename, variables in bases:
+        recorder.base(filename, variables)
+    return recorder.origins(config_file)
 
 
 def relocate(err: PromptCompilerError, origin: Origin | None, config_path: str,

@@ -18,31 +18,36 @@ from __future__ import annotations
 import ast
 import contextlib
 import gc
+import hashlib
 import os
 import re
 import sys
 import types
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError, LimitError, PromptCompilerError
 from ...safety import limits
 from ...safety.values import MAX_DEPTH
 from ..oc_configs import ENV_VAR
-from ..opencompass_shim import is_placeholder, opencompass_shim, placeholder_name
-from ..origins import BaseRecorder
 from ..records import TypeRef, Unsupported
 from . import mmengine_mode
 from .budget import Guard
 from .check import check, compile_config, parse
 from .mm_values import LazyAttr, LazyObject, NeedsMmengine
+from .mmengine_mode import Bases, noted
+from .shim import is_placeholder, opencompass_shim, placeholder_name
 from .stand_ins import SAFE_BUILTINS
 
+if TYPE_CHECKING:
+    from ..origins import BaseRecorder
+
 __all__ = [
-    "ENVIRONMENT_KEY", "Unsupported", "find_package_root", "load_python_config",
-    "load_variables", "to_plain",
+    "ENVIRONMENT_KEY", "PythonConfig", "Unsupported", "find_package_root", "load_python_config",
+    "load_variables", "read_python_config", "to_plain",
 ]
 
 
@@ -63,6 +68,34 @@ ENVIRONMENT_KEY = "<environment>"
 """The key of :func:`load_python_config`'s result holding the environment variables the
 config read (no variable of a config can have this name)."""
 
+@dataclass(frozen=True, slots=True)
+class PythonConfig:
+    """A Python config, read: what the config stage goes on with."""
+
+    settings: dict[str, Any]
+    """Its top-level variables as plain data (see :func:`load_python_config`)."""
+    environment: tuple[tuple[str, str | None], ...]
+    """The environment variables it read, sorted, each with the sha256 of its value
+    (``None``: unset)."""
+    bases: tuple[tuple[str, dict[str, Any]], ...]
+    """Each base config it loaded, deepest first (for
+    :func:`~prompt_compiler.config.origins.defined_at`)."""
+
+
+def read_python_config(path: Path, display: str,
+                       package_root: Path | None = None) -> PythonConfig:
+    """Execute a Python config (as :func:`load_python_config`): its settings, the environment
+    variables it read (hashed) and its base configs' variables.
+
+    Raises:
+        ConfigError: The file cannot be read, does not parse, or raises while executing.
+    """
+    top, environment, bases = _read(path, display, package_root)
+    return PythonConfig(top, tuple(
+        (name, None if value is None else
+         hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest())
+        for name, value in sorted(environment.items())), tuple(bases))
+
 
 def load_python_config(
     path: Path, display: str, package_root: Path | None = None,
@@ -80,21 +113,32 @@ def load_python_config(
     Raises:
         ConfigError: The file cannot be read, does not parse, or raises while executing.
     """
-    root = package_root if package_root is not None else find_package_root(path)
-    environment: dict[str, str | None] = {}
-    with opencompass_shim(root):
-        variables, imported = load_variables(path, display, root, environment=environment,
-                                              recorder=recorder)
-        top = _settings(variables, imported)
+    top, environment, bases = _read(path, display, package_root)
     if environment:
         top[ENVIRONMENT_KEY] = environment
+    for filename, variables in bases:
+        if recorder is not None:
+            recorder.base(filename, variables)
     return top
+
+
+def _read(path: Path, display: str, package_root: Path | None
+          ) -> tuple[dict[str, Any], dict[str, str | None], Bases]:
+    """The config's settings, the environment variables it read, its bases."""
+    root = package_root if package_root is not None else find_package_root(path)
+    environment: dict[str, str | None] = {}
+    bases: Bases = []
+    with opencompass_shim(root):
+        variables, imported = load_variables(path, display, root, environment=environment,
+                                              bases=bases)
+        top = _settings(variables, imported)
+    return top, environment, bases
 
 
 def load_variables(
     path: Path, display: str, root: Path | None, tree: ast.Module | None = None,
     *, loader: str = "auto", environment: dict[str, str | None] | None = None,
-    recorder: BaseRecorder | None = None,
+    bases: Bases | None = None,
 ) -> tuple[dict[Any, Any], frozenset[str]]:
     """A config's variables and imported names, run by our loader or else by mmengine.
 
@@ -102,7 +146,7 @@ def load_variables(
     where ours declines), ``"own"`` (ours only: :class:`NeedsMmengine` where it declines)
     or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two). ``environment``
     receives the environment variables the config read (name -> value or ``None``),
-    ``recorder`` the variables of each base config loaded.
+    ``bases`` each base config loaded (:func:`~.mmengine_mode.noted`).
     """
     with Guard(display) as guard:
         guard.roots = _roots(path, root)
@@ -118,17 +162,17 @@ def load_variables(
         check(tree, display)
         if loader != "mmengine":
             try:
-                loaded = mmengine_mode.load(str(path.resolve()), tree, recorder)
+                loaded = mmengine_mode.load(str(path.resolve()), tree, bases)
                 return loaded.variables, loaded.imported
             except NeedsMmengine:
                 if loader == "own":
                     raise
-                if recorder is not None:
-                    recorder.clear()  # mmengine loads it again from the start
+                if bases is not None:
+                    bases.clear()  # mmengine loads it again from the start
         from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
 
         with mmengine_mode.stdlib_as_builtin():
-            cfg = _fromfile(Config, path, display, root, recorder)
+            cfg = _fromfile(Config, path, display, root, bases)
         raw = object.__getattribute__(cfg, "_cfg_dict")
         return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
 
@@ -177,7 +221,7 @@ def _settings(variables: dict[Any, Any], imported: frozenset[str]) -> dict[str, 
 
 
 def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
-              recorder: BaseRecorder | None = None) -> Any:
+              bases: Bases | None = None) -> Any:
     """``Config.fromfile``, with any failure turned into a ConfigError."""
     error: ConfigError | None = None
     with warnings.catch_warnings():
@@ -185,7 +229,7 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
         # a ResourceWarning) once the traceback is released, which happens in this block.
         warnings.simplefilter("ignore", ResourceWarning)
         try:
-            with _guarded_mmengine(recorder):
+            with _guarded_mmengine(bases):
                 return config_cls.fromfile(str(path.resolve()), format_python_code=False,
                                            import_custom_modules=False,
                                            use_environment_variables=False)
@@ -198,10 +242,10 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
 
 
 @contextlib.contextmanager
-def _guarded_mmengine(recorder: BaseRecorder | None = None) -> Iterator[None]:
+def _guarded_mmengine(bases: Bases | None = None) -> Iterator[None]:
     """mmengine's ``Config`` compiles and runs config files through the guards (the same
     check, rewrite and builtins as our loader: :mod:`.check`) while it loads one;
-    ``recorder`` receives the variables of each file it loads (bases first)."""
+    ``bases`` receives each file it loads (bases first)."""
     import mmengine.config.config as mm  # type: ignore[import-untyped,unused-ignore]
 
     def compile_(source: Any, filename: str, mode: str, *args: Any, **kwargs: Any) -> Any:
@@ -237,16 +281,16 @@ def _guarded_mmengine(recorder: BaseRecorder | None = None) -> Iterator[None]:
             loaded = file2dict.__func__(filename, *args, **kwargs)
         finally:
             stack.pop()
-        if recorder is not None:
-            recorder.base(filename, loaded[0])
+        if bases is not None:
+            bases.append((filename, noted(loaded[0])))
         return loaded
 
     lazy_import = mm.Config.__dict__["_parse_lazy_import"]
 
     def lazy_import_(filename: str, *args: Any, **kwargs: Any) -> Any:
         loaded = lazy_import.__func__(filename, *args, **kwargs)
-        if recorder is not None:
-            recorder.base(filename, loaded[0])
+        if bases is not None:
+            bases.append((filename, noted(loaded[0])))
         return loaded
 
     saved = {name: mm.__dict__.get(name) for name in ("compile", "eval", "exec")}

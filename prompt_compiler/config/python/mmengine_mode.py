@@ -46,7 +46,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import ConfigError, PromptCompilerError
-from ..origins import BaseRecorder
 from .check import check, check_base, compile_config, parse
 from .mm_values import ConfigDict, LazyAttr, LazyObject, NeedsMmengine
 from .mm_values import to_config_dict as _to_config_dict
@@ -57,8 +56,10 @@ __all__ = [
     "LazyAttr",
     "LazyObject",
     "LoadedConfig",
+    "Bases",
     "NeedsMmengine",
     "load",
+    "noted",
 ]
 
 _MAX_DEPTH = 64
@@ -76,6 +77,21 @@ _SUBSTITUTIONS = (
 )
 
 
+Bases = list[tuple[str, dict[str, Any]]]
+"""Each base config loaded, deepest first: its file and its variables as they were when it
+finished loading (:func:`noted`)."""
+
+
+
+def noted(variables: Any) -> dict[str, Any]:
+    """A base config's top-level lists as they are now, each dict in them copied (config
+    code run later may change them): what :func:`~..origins.defined_at` reads."""
+    return {name: [dict(dict.items(entry)) if isinstance(entry, dict) else entry
+                   for entry in value]
+            for name, value in (dict.items(variables) if isinstance(variables, dict) else ())
+            if isinstance(value, (list, tuple))}
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -90,7 +106,7 @@ class LoadedConfig:
 
 
 def load(filename: str, tree: ast.Module | None = None,
-         recorder: BaseRecorder | None = None) -> LoadedConfig:
+         bases: Bases | None = None) -> LoadedConfig:
     """Run the config at ``filename`` as ``mmengine.Config.fromfile(filename)`` would.
 
     Call it with the ``opencompass`` shim active (as the mmengine path is), so that
@@ -100,7 +116,8 @@ def load(filename: str, tree: ast.Module | None = None,
         filename: The config path, exactly as mmengine would be given it (it becomes
             ``__file__`` and the base of relative imports).
         tree: The already parsed file, if at hand.
-        recorder: Receives each base config's variables as that base finishes loading.
+        bases: Receives each base config's file and variables as that base finishes
+            loading (:func:`noted`).
 
     Raises:
         NeedsMmengine: The config is outside what this loader models, or loading failed.
@@ -110,7 +127,7 @@ def load(filename: str, tree: ast.Module | None = None,
             tree = ast.parse(_read(filename))
         modules = _ModuleKinds()
         if _is_lazy_import(tree, modules):
-            variables, imported = _load_lazy(filename, tree, modules, (), recorder)
+            variables, imported = _load_lazy(filename, tree, modules, (), bases)
             variables = _to_config_dict(variables)
         else:
             variables, imported = _load_plain(filename, tree), frozenset()
@@ -262,7 +279,7 @@ def _rebuilt(value: Any) -> Any:
 
 
 def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
-               stack: tuple[str, ...], recorder: BaseRecorder | None = None,
+               stack: tuple[str, ...], bases: Bases | None = None,
                ) -> tuple[dict[str, Any], frozenset[str]]:
     """A lazy-import config (and, recursively, its bases): its globals and imported names."""
     real = os.path.realpath(filename)
@@ -272,18 +289,18 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     if len(stack) > _MAX_DEPTH:
         raise NeedsMmengine("base configs nested too deep")
     check(tree, filename)
-    body, bases = _splice_read_base(tree)
+    body, modules_read = _splice_read_base(tree)
     loaded: dict[str, Any] = {}
     imported: set[str] = set()
-    for base in bases:
+    for base in modules_read:
         path = _base_path(filename, base)
         check_base(path, filename)
         base_vars, base_imported = _load_lazy(path, parse(_read(path), path), modules,
-                                              (*stack, real), recorder)
+                                              (*stack, real), bases)
         imported |= base_imported
         loaded[base] = _to_config_dict(base_vars)
-        if recorder is not None:
-            recorder.base(path, loaded[base])
+        if bases is not None:
+            bases.append((path, noted(loaded[base])))
     namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
     statements: list[ast.stmt] = []
     gathered: dict[str, tuple[int, list[str]]] = {}

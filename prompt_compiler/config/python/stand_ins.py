@@ -573,7 +573,7 @@ def safe_globals(**names: Any) -> dict[str, Any]:
 def _inert_class(name: str) -> Any:
     """The stand-in for a class a config defines: a placeholder class named
     ``config.<name>`` (a ``type=`` naming it reads as that name)."""
-    from ..opencompass_shim import _make_placeholder
+    from .shim import _make_placeholder
 
     return _make_placeholder(f"config.{name}")
 

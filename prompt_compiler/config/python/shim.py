@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
     if name in _MOVED:
         import warnings
 
-        from ..model import classes
+        from ...model import classes
 
         warnings.warn(f"prompt_compiler.config.opencompass_shim.{name} moved to "
                       "prompt_compiler.model.classes: import it from there", DeprecationWarning,
