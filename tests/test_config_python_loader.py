@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from prompt_compiler.config.python.load import (
-    _settings,
     find_package_root,
     load_python_config,
     load_variables,
 )
+from prompt_compiler.config.python.mm_values import settings
 from prompt_compiler.config.python.mmengine_mode import NeedsMmengine
 from prompt_compiler.config.python.shim import opencompass_shim
 from prompt_compiler.config.records import TypeRef
@@ -42,7 +42,7 @@ def _write(folder: Path, files: dict[str, str]) -> None:
 def _load(path: Path, loader: str) -> dict[str, Any]:
     root = find_package_root(path)
     with opencompass_shim(root):
-        return _settings(*load_variables(path, str(path), root, loader=loader))
+        return settings(*load_variables(path, str(path), root, loader=loader))
 
 
 def _all_ways(path: Path, expected: dict[str, Any]) -> None:

@@ -41,7 +41,8 @@ def compare(file: str) -> tuple[str, str, str]:
     import warnings
 
     from prompt_compiler.config.python.shim import opencompass_shim
-    from prompt_compiler.config.python.load import _settings, find_package_root, load_variables
+    from prompt_compiler.config.python.load import find_package_root, load_variables
+    from prompt_compiler.config.python.mm_values import settings
     from prompt_compiler.config.python.mmengine_mode import NeedsMmengine
     from prompt_compiler.errors import PromptCompilerError
 
@@ -52,11 +53,11 @@ def compare(file: str) -> tuple[str, str, str]:
         warnings.simplefilter("ignore")
         own: object
         try:
-            own = _settings(*load_variables(path, file, root, loader="own"))
+            own = settings(*load_variables(path, file, root, loader="own"))
         except (NeedsMmengine, PromptCompilerError) as exc:  # declined, or refused (the guards)
             own = exc
         try:
-            theirs: object = _settings(*load_variables(path, file, root, loader="mmengine"))
+            theirs: object = settings(*load_variables(path, file, root, loader="mmengine"))
         except PromptCompilerError as exc:
             theirs = exc
     if isinstance(own, (NeedsMmengine, PromptCompilerError)):

@@ -166,8 +166,14 @@ def model_key_notes(entry: Mapping[str, Any], class_name: str | None, config_pat
 
 
 def dataset_key_notes(entry: Mapping[str, Any], config_path: str, key_path: str,
-                      abbr: str) -> tuple[PromptCompilerError, ...]:
-    """Warnings (and compat-mode errors) for a dataset's keys and its reader_cfg/infer_cfg keys."""
+                      abbr: Any) -> tuple[PromptCompilerError, ...]:
+    """Warnings (and compat-mode errors) for a dataset's keys and its reader_cfg/infer_cfg keys,
+    after :func:`check_required_spelling` (``abbr``: the dataset's, as the notes name it).
+
+    Raises:
+        ConfigError: As :func:`check_required_spelling`.
+    """
+    check_required_spelling(entry, config_path, key_path)
     notes: list[PromptCompilerError] = []
     where: dict[str, Any] = {"config_path": config_path, "dataset": abbr}
     for key in entry:

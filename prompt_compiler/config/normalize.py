@@ -21,7 +21,6 @@ from ..safety.values import find_problem, join_path
 from ..template.prompt_template import require_template
 from .chatml import CHATML_KEY
 from .known_keys import (
-    check_required_spelling,
     close_key,
     dataset_key_notes,
     model_key_notes,
@@ -105,14 +104,15 @@ def normalize_dataset(
     entry = _require_dict(entry, "a dataset dict", config_path, key_path)
     check_values(entry, config_path, key_path)
     entry = _unwrap_reader_cfg(entry)
-    check_required_spelling(entry, config_path, key_path)
     derived = False
     abbr = entry.get("abbr")
     if abbr is None and "abbr" not in entry and abbr_optional:
         abbr = DEFAULT_DATASET_ABBR
     elif "abbr" not in entry and isinstance(entry.get("path"), str) and entry["path"]:
         abbr, derived = derive_abbr(entry), True
-    elif not isinstance(abbr, str) or not abbr:
+    # the entry's keys in one look: a misspelt required key raises before anything else
+    notes = dataset_key_notes(entry, config_path, key_path, abbr)
+    if not isinstance(abbr, str) or not abbr:
         raise ConfigError(
             "a dataset needs an 'abbr' (a non-empty string naming it) or a 'path'"
             if "abbr" not in entry
@@ -163,7 +163,7 @@ def normalize_dataset(
     if derived:
         spec = {"abbr": abbr, DERIVED_ABBR_KEY: True, **spec}
     return DatasetConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
-                         notes=dataset_key_notes(entry, config_path, key_path, abbr))
+                         notes=notes)
 
 
 def normalize_entries(

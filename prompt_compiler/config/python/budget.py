@@ -142,7 +142,6 @@ class Guard:
     def __init__(self, display: str) -> None:
         self.display = display
         self.tripped: PromptCompilerError | None = None
-        self.roots: list[str] = []
         self._outer: Guard | None = None
         self._ticks = 0
         self._deadline = 0.0

@@ -19,7 +19,7 @@ syntax tree is checked and rewritten here:
   otherwise run for hours in one C call).
 
 The rewritten code runs with the builtins of :mod:`.stand_ins` under a
-:class:`~.budget.Guard`; a base config must lie in the guard's root folders
+:class:`~.budget.Guard`; a base config must lie in the load's root folders
 (:func:`check_base`).
 """
 
@@ -30,15 +30,16 @@ import builtins
 import collections
 import os
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, LimitError
 from ...safety import limits
-from .budget import Guard
 
 __all__ = ["ALLOWED_DUNDERS", "FORBIDDEN_ATTRS", "PLAIN_BUILTINS", "REPLACED_BUILTINS",
-           "bad_attr", "bad_name", "check", "check_base", "compile_config", "harden", "parse"]
+           "bad_attr", "bad_name", "base_tree", "check", "check_base", "compile_config", "harden",
+           "parse", "parse_file"]
 
 ALLOWED_DUNDERS = frozenset({"__file__", "__name__"})
 FORBIDDEN_ATTRS = frozenset({
@@ -96,6 +97,19 @@ def parse(source: str, display: str) -> ast.Module:
                           config_path=display) from None
     except ValueError as exc:  # e.g. NUL bytes in the source
         raise ConfigError(f"invalid Python source: {exc}", config_path=display) from None
+
+
+def parse_file(path: Path, display: str) -> ast.Module:
+    """The syntax tree of the config file ``path`` (:func:`parse`).
+
+    Raises:
+        ConfigError: It cannot be read, or as :func:`parse`.
+    """
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config: {exc}", config_path=display) from exc
+    return parse(source, display)
 
 
 def check(tree: ast.AST, display: str) -> None:
@@ -292,29 +306,43 @@ def harden(tree: ast.Module, display: str) -> ast.Module:
 
 
 
-def check_base(filename: str, importer: str = "") -> None:
-    """A base config must lie in one of the active guard's root folders (links resolved).
+def check_base(filename: str, roots: Sequence[str]) -> None:
+    """A base config must lie in one of ``roots``, the load's root folders (links resolved;
+    none: anywhere).
 
     Raises:
         ConfigError: It does not.
     """
-    guard = Guard.active()
-    if guard is None or not guard.roots or not filename:
+    if not roots or not filename:
         return
     real = os.path.realpath(filename)
-    for root in guard.roots:
+    for root in roots:
         if os.path.commonpath([root, real]) == root:
             return
     raise ConfigError(
         f"the base config {filename} lies outside the config's folders "
-        f"({', '.join(guard.roots)}); a config may only import base configs from its own "
+        f"({', '.join(roots)}); a config may only import base configs from its own "
         "folder tree or the OpenCompass configs folder")
 
 
-def compile_config(tree: ast.AST, filename: str, display: str, mode: str = "exec") -> Any:
-    """:func:`harden` a parsed config (or expression) and compile it, registered."""
+def base_tree(filename: str, roots: Sequence[str]) -> ast.Module:
+    """The syntax tree of a base config a config imports, which must lie in ``roots``.
+
+    Raises:
+        ConfigError: It lies elsewhere, or does not parse (:func:`parse`).
+        OSError, UnicodeDecodeError: It cannot be read.
+    """
+    check_base(filename, roots)
+    with open(filename, encoding="utf-8") as fh:
+        return parse(fh.read(), filename)
+
+
+def compile_config(tree: ast.AST, filename: str, display: str, mode: str = "exec",
+                   roots: Sequence[str] = ()) -> Any:
+    """:func:`harden` a parsed config (or expression) and compile it, registered; a config
+    file (``exec``) must lie in ``roots`` (:func:`check_base`)."""
     check(tree, display)
     if filename and mode == "exec":
-        check_base(filename, display)
+        check_base(filename, roots)
     rewritten = ast.fix_missing_locations(_Rewrite().visit(tree))
     return compile(rewritten, filename, mode)

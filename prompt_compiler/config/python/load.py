@@ -21,8 +21,6 @@ import gc
 import hashlib
 import os
 import re
-import sys
-import types
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,13 +31,13 @@ from ...errors import ConfigError, LimitError, PromptCompilerError
 from ...safety import limits
 from ...safety.values import MAX_DEPTH
 from ..oc_configs import ENV_VAR
-from ..records import TypeRef, Unsupported
+from ..records import Unsupported
 from . import mmengine_mode
 from .budget import Guard
-from .check import check, compile_config, parse
-from .mm_values import LazyAttr, LazyObject, NeedsMmengine
+from .check import check, compile_config, parse_file
+from .mm_values import NeedsMmengine, settings, to_plain
 from .mmengine_mode import Bases, noted
-from .shim import is_placeholder, opencompass_shim, placeholder_name
+from .shim import opencompass_shim
 from .stand_ins import SAFE_BUILTINS
 
 if TYPE_CHECKING:
@@ -128,11 +126,9 @@ def _read(path: Path, display: str, package_root: Path | None
     root = package_root if package_root is not None else find_package_root(path)
     environment: dict[str, str | None] = {}
     bases: Bases = []
-    with opencompass_shim(root):
-        variables, imported = load_variables(path, display, root, environment=environment,
-                                              bases=bases)
-        top = _settings(variables, imported)
-    return top, environment, bases
+    variables, imported = load_variables(path, display, root, environment=environment,
+                                          bases=bases)
+    return settings(variables, imported), environment, bases
 
 
 def load_variables(
@@ -142,27 +138,23 @@ def load_variables(
 ) -> tuple[dict[Any, Any], frozenset[str]]:
     """A config's variables and imported names, run by our loader or else by mmengine.
 
-    Call with the ``opencompass`` shim active. ``loader`` is ``"auto"`` (ours, mmengine
+    Runs under the ``opencompass`` shim (:mod:`.shim`, for ``root``; an active one is kept)
+    and the :class:`~.budget.Guard`. ``loader`` is ``"auto"`` (ours, mmengine
     where ours declines), ``"own"`` (ours only: :class:`NeedsMmengine` where it declines)
     or ``"mmengine"`` (tools/pyconfig_sameness.py compares the two). ``environment``
     receives the environment variables the config read (name -> value or ``None``),
     ``bases`` each base config loaded (:func:`~.mmengine_mode.noted`).
     """
-    with Guard(display) as guard:
-        guard.roots = _roots(path, root)
+    roots = _roots(path, root)
+    with opencompass_shim(root), Guard(display) as guard:
         if environment is not None:
             guard.environment = environment
         if tree is None:
-            try:
-                source = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"cannot read the config: {exc}",
-                                  config_path=display) from exc
-            tree = parse(source, display)
+            tree = parse_file(path, display)
         check(tree, display)
         if loader != "mmengine":
             try:
-                loaded = mmengine_mode.load(str(path.resolve()), tree, bases)
+                loaded = mmengine_mode.load(str(path.resolve()), tree, bases, roots)
                 return loaded.variables, loaded.imported
             except NeedsMmengine:
                 if loader == "own":
@@ -172,7 +164,7 @@ def load_variables(
         from mmengine.config import Config  # type: ignore[import-untyped,unused-ignore]
 
         with mmengine_mode.stdlib_as_builtin():
-            cfg = _fromfile(Config, path, display, root, bases)
+            cfg = _fromfile(Config, path, display, root, bases, roots)
         raw = object.__getattribute__(cfg, "_cfg_dict")
         return dict(dict.items(raw)), frozenset(getattr(cfg, "_imported_names", set()))
 
@@ -181,7 +173,7 @@ def _roots(path: Path, root: Path | None) -> list[str]:
     """The folders base configs may come from: the config's own folder, the nearest folder
     above it named ``configs`` (OpenCompass's layout), the folder the command runs in (a
     project's eval configs import its dataset configs from sibling folders, run from the
-    project's root as OpenCompass's run.py is) and the OpenCompass configs root."""
+    project's root as OpenCompass's run.py is) and the OpenCompass package root ``root``."""
     real = Path(os.path.realpath(path))
     found = [str(real.parent)]
     try:
@@ -192,36 +184,14 @@ def _roots(path: Path, root: Path | None) -> list[str]:
         if folder.name == "configs":
             found.append(str(folder))
             break
-    places = [root] if root is not None else []
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("opencompass")  # the shim, when active
-        if spec is not None and spec.origin:
-            places.append(Path(os.path.dirname(spec.origin)))
-    except (ImportError, ValueError):
-        pass
+    places = [root] if root is not None else []  # (what the shim's opencompass stands for)
     for place in places:  # the package root, and its configs/ (often a link to the folder)
         found += [os.path.realpath(place), os.path.realpath(Path(place) / "configs")]
     return list(dict.fromkeys(found))
 
 
-def _settings(variables: dict[Any, Any], imported: frozenset[str]) -> dict[str, Any]:
-    """The top-level settings: imported names, ``_private`` names, classes, functions and
-    modules left out; the rest as plain data."""
-    top: dict[str, Any] = {}
-    for key, value in variables.items():
-        if key in imported or key.startswith("_"):
-            continue
-        plain = to_plain(value)
-        if isinstance(plain, (TypeRef, Unsupported)):
-            continue  # imported classes/functions/modules at top level are not settings
-        top[str(key)] = plain
-    return top
-
-
 def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
-              bases: Bases | None = None) -> Any:
+              bases: Bases | None = None, roots: list[str] | None = None) -> Any:
     """``Config.fromfile``, with any failure turned into a ConfigError."""
     error: ConfigError | None = None
     with warnings.catch_warnings():
@@ -229,7 +199,7 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
         # a ResourceWarning) once the traceback is released, which happens in this block.
         warnings.simplefilter("ignore", ResourceWarning)
         try:
-            with _guarded_mmengine(bases):
+            with _guarded_mmengine(bases, roots or []):
                 return config_cls.fromfile(str(path.resolve()), format_python_code=False,
                                            import_custom_modules=False,
                                            use_environment_variables=False)
@@ -242,7 +212,8 @@ def _fromfile(config_cls: Any, path: Path, display: str, root: Path | None,
 
 
 @contextlib.contextmanager
-def _guarded_mmengine(bases: Bases | None = None) -> Iterator[None]:
+def _guarded_mmengine(bases: Bases | None = None,
+                      roots: list[str] | None = None) -> Iterator[None]:
     """mmengine's ``Config`` compiles and runs config files through the guards (the same
     check, rewrite and builtins as our loader: :mod:`.check`) while it loads one;
     ``bases`` receives each file it loads (bases first)."""
@@ -251,7 +222,7 @@ def _guarded_mmengine(bases: Bases | None = None) -> Iterator[None]:
     def compile_(source: Any, filename: str, mode: str, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(source, ast.AST):
             source = ast.parse(source, filename, mode)
-        return compile_config(source, filename, filename or "<config>", mode)
+        return compile_config(source, filename, filename or "<config>", mode, roots or [])
 
     def eval_(code: Any, globals_: Any = None, locals_: Any = None) -> Any:
         scope = globals_ if globals_ is not None else {}
@@ -307,38 +278,6 @@ def _guarded_mmengine(bases: Bases | None = None) -> Iterator[None]:
                 mm.__dict__.pop(name, None)
             else:  # pragma: no cover - mmengine defines none of them itself
                 mm.__dict__[name] = value
-
-
-def to_plain(value: Any) -> Any:
-    """Turn loaded config values into dicts, lists, scalars and :class:`TypeRef`.
-
-    Dicts keep their keys (int label keys included) and order; tuples become lists. Nothing
-    is imported or built: mmengine lazy objects are read by name.
-    """
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, dict):
-        return {key: to_plain(item) for key, item in dict.items(value)}
-    if isinstance(value, (list, tuple)):
-        return [to_plain(item) for item in value]
-    if isinstance(value, (LazyObject, LazyAttr)):
-        return TypeRef(value.qualified_name())
-    lazy = sys.modules.get("mmengine.config.lazy")  # mmengine's, when it loaded the config
-    if lazy is not None and isinstance(value, lazy.LazyAttr):
-        return TypeRef(f"{value.module}.{value.name}")
-    if lazy is not None and isinstance(value, lazy.LazyObject):
-        state = vars(value)
-        module, imported = state["_module"], state["_imported"]
-        if not isinstance(module, str):
-            module = str(module[0]).split(".")[0]
-        return TypeRef(f"{module}.{imported}" if imported else module)
-    if is_placeholder(value):
-        return TypeRef(placeholder_name(value))
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
-        return TypeRef(f"{value.__module__}.{value.__qualname__}")
-    if isinstance(value, types.ModuleType):
-        return TypeRef(value.__name__)
-    return Unsupported(type(value).__name__)
 
 
 def _wrap(exc: Exception, path: Path, display: str, root: Path | None) -> ConfigError:

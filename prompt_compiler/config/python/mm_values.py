@@ -5,7 +5,10 @@
 * :class:`LazyObject` / :class:`LazyAttr`: a name imported from a module that is never
   imported (``from opencompass.models import X``), referred to by its dotted name;
 * :class:`NeedsMmengine`: raised where a config does something not modelled here, so that
-  :mod:`.mmengine_mode`'s caller loads it with mmengine instead.
+  :mod:`.mmengine_mode`'s caller loads it with mmengine instead;
+* :func:`settings` / :func:`to_plain`: a loaded config's values (these, mmengine's own, the
+  shim's placeholders) as plain data, every class reference a
+  :class:`~prompt_compiler.config.records.TypeRef`.
 
 Class names, ``str()`` forms and error messages are mmengine's, so that config code which
 prints or inspects them sees what it would see under mmengine.
@@ -14,11 +17,17 @@ prints or inspects them sees what it would see under mmengine.
 from __future__ import annotations
 
 import copy
+import sys
+import types
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ConfigDict", "LazyAttr", "LazyObject", "NeedsMmengine", "to_config_dict"]
+from ..records import TypeRef, Unsupported
+from .shim import is_placeholder, placeholder_name
+
+__all__ = ["ConfigDict", "LazyAttr", "LazyObject", "NeedsMmengine", "settings", "to_config_dict",
+           "to_plain"]
 
 
 class NeedsMmengine(BaseException):  # noqa: N818 - a signal, not an error
@@ -324,3 +333,52 @@ def to_config_dict(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(to_config_dict(item) for item in value)
     return value
+
+
+# --------------------------------------------------------------------------- as plain data
+
+
+def settings(variables: dict[Any, Any], imported: frozenset[str]) -> dict[str, Any]:
+    """The top-level settings: imported names, ``_private`` names, classes, functions and
+    modules left out; the rest as plain data."""
+    top: dict[str, Any] = {}
+    for key, value in variables.items():
+        if key in imported or key.startswith("_"):
+            continue
+        plain = to_plain(value)
+        if isinstance(plain, (TypeRef, Unsupported)):
+            continue  # imported classes/functions/modules at top level are not settings
+        top[str(key)] = plain
+    return top
+
+
+def to_plain(value: Any) -> Any:
+    """Turn loaded config values into dicts, lists, scalars and :class:`TypeRef`.
+
+    Dicts keep their keys (int label keys included) and order; tuples become lists. Nothing
+    is imported or built: mmengine lazy objects are read by name.
+    """
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {key: to_plain(item) for key, item in dict.items(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(item) for item in value]
+    if isinstance(value, (LazyObject, LazyAttr)):
+        return TypeRef(value.qualified_name())
+    lazy = sys.modules.get("mmengine.config.lazy")  # mmengine's, when it loaded the config
+    if lazy is not None and isinstance(value, lazy.LazyAttr):
+        return TypeRef(f"{value.module}.{value.name}")
+    if lazy is not None and isinstance(value, lazy.LazyObject):
+        state = vars(value)
+        module, imported = state["_module"], state["_imported"]
+        if not isinstance(module, str):
+            module = str(module[0]).split(".")[0]
+        return TypeRef(f"{module}.{imported}" if imported else module)
+    if is_placeholder(value):
+        return TypeRef(placeholder_name(value))
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return TypeRef(f"{value.__module__}.{value.__qualname__}")
+    if isinstance(value, types.ModuleType):
+        return TypeRef(value.__name__)
+    return Unsupported(type(value).__name__)

@@ -41,12 +41,12 @@ import re
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ...errors import ConfigError, PromptCompilerError
-from .check import check, check_base, compile_config, parse
+from .check import base_tree, check, compile_config
 from .mm_values import ConfigDict, LazyAttr, LazyObject, NeedsMmengine
 from .mm_values import to_config_dict as _to_config_dict
 from .stand_ins import safe_globals
@@ -106,7 +106,7 @@ class LoadedConfig:
 
 
 def load(filename: str, tree: ast.Module | None = None,
-         bases: Bases | None = None) -> LoadedConfig:
+         bases: Bases | None = None, roots: Sequence[str] = ()) -> LoadedConfig:
     """Run the config at ``filename`` as ``mmengine.Config.fromfile(filename)`` would.
 
     Call it with the ``opencompass`` shim active (as the mmengine path is), so that
@@ -118,6 +118,8 @@ def load(filename: str, tree: ast.Module | None = None,
         tree: The already parsed file, if at hand.
         bases: Receives each base config's file and variables as that base finishes
             loading (:func:`noted`).
+        roots: The folders base configs may come from
+            (:func:`~.check.check_base`).
 
     Raises:
         NeedsMmengine: The config is outside what this loader models, or loading failed.
@@ -127,10 +129,10 @@ def load(filename: str, tree: ast.Module | None = None,
             tree = ast.parse(_read(filename))
         modules = _ModuleKinds()
         if _is_lazy_import(tree, modules):
-            variables, imported = _load_lazy(filename, tree, modules, (), bases)
+            variables, imported = _load_lazy(filename, tree, modules, (), bases, roots)
             variables = _to_config_dict(variables)
         else:
-            variables, imported = _load_plain(filename, tree), frozenset()
+            variables, imported = _load_plain(filename, tree, roots), frozenset()
     except (NeedsMmengine, PromptCompilerError, MemoryError):
         raise
     except Exception as exc:  # an error: mmengine reports it, in its words
@@ -239,7 +241,7 @@ def _is_lazy_import(tree: ast.Module, modules: _ModuleKinds) -> bool:
     return False
 
 
-def _load_plain(filename: str, tree: ast.Module) -> dict[str, Any]:
+def _load_plain(filename: str, tree: ast.Module, roots: Sequence[str]) -> dict[str, Any]:
     """A config without base files or non-standard imports (mmengine's classic mode)."""
     source = _read(filename)
     if "{{" in source and any(re.search(pattern, source) for pattern in _SUBSTITUTIONS):
@@ -252,7 +254,7 @@ def _load_plain(filename: str, tree: ast.Module) -> dict[str, Any]:
                 raise NeedsMmengine("imports mmengine")
     path = os.path.abspath(os.path.expanduser(filename))
     namespace: dict[str, Any] = safe_globals(_base_=ConfigDict())
-    code = compile_config(tree, path, path)
+    code = compile_config(tree, path, path, roots=roots)
     exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (check.py)
     found = {key: value for key, value in namespace.items()
              if key != "_base_" and not key.startswith("__")
@@ -279,7 +281,7 @@ def _rebuilt(value: Any) -> Any:
 
 
 def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
-               stack: tuple[str, ...], bases: Bases | None = None,
+               stack: tuple[str, ...], bases: Bases | None = None, roots: Sequence[str] = (),
                ) -> tuple[dict[str, Any], frozenset[str]]:
     """A lazy-import config (and, recursively, its bases): its globals and imported names."""
     real = os.path.realpath(filename)
@@ -294,19 +296,16 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     imported: set[str] = set()
     for base in modules_read:
         path = _base_path(filename, base)
-        check_base(path, filename)
-        base_vars, base_imported = _load_lazy(path, parse(_read(path), path), modules,
-                                              (*stack, real), bases)
+        base_vars, base_imported = _load_lazy(path, base_tree(path, roots), modules,
+                                              (*stack, real), bases, roots)
         imported |= base_imported
         loaded[base] = _to_config_dict(base_vars)
-        if bases is not None:
-            bases.append((path, noted(loaded[base])))
-    namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
+    bound: dict[str, Any] = {}  # names imported from base configs
     statements: list[ast.stmt] = []
     gathered: dict[str, tuple[int, list[str]]] = {}
     for node in body:
         if isinstance(node, ast.ImportFrom):
-            statements += _import_from(node, filename, namespace, loaded, imported, modules)
+            statements += _import_from(node, filename, bound, loaded, imported, modules)
         elif isinstance(node, ast.Import):
             statements += _import(node, filename, imported, modules, gathered)
         else:
@@ -316,10 +315,14 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     imported |= gathered.keys()
     module = ast.Module(body=statements, type_ignores=tree.type_ignores)
     module._pc_checked = True  # type: ignore[attr-defined]  # its nodes: tree's and ours
-    code = compile_config(module, filename, filename)
+    code = compile_config(module, filename, filename, roots=roots)
+    namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
+    namespace.update(bound)
     exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (check.py)
     variables = {key: value for key, value in namespace.items()
                  if not key.startswith("__") and key != "LazyObject"}
+    if stack and bases is not None:  # a base config, as it finishes loading
+        bases.append((filename, noted(variables)))
     return variables, frozenset(imported)
 
 
@@ -393,7 +396,7 @@ def _lazy_assign(target: str, args: list[Any], location: str, node: ast.stmt | N
     return ast.copy_location(stmt, node) if node is not None else stmt
 
 
-def _import_from(node: ast.ImportFrom, filename: str, namespace: dict[str, Any],
+def _import_from(node: ast.ImportFrom, filename: str, bound: dict[str, Any],
                  loaded: dict[str, Any], imported: set[str],
                  modules: _ModuleKinds) -> list[ast.stmt]:
     module = f"{'.' * node.level}{node.module}"
@@ -420,9 +423,9 @@ def _import_from(node: ast.ImportFrom, filename: str, namespace: dict[str, Any],
         base = loaded[module]
         for name, asname in names:
             if name == "*":
-                namespace.update(base)
+                bound.update(base)
                 return []
-            namespace[asname or name] = base[name]
+            bound[asname or name] = base[name]
         return []
     out = []
     for alias in node.names:
