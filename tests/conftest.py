@@ -33,3 +33,12 @@ def run_conformance(suite: str, cases: Path, golden: Path, mode: str = "compat")
         capture_output=True, text=True, cwd=REPO, timeout=600,
     )
     return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture(autouse=True)
+def _no_models_built() -> None:
+    """Each test starts with no model built, as a new process does (``build_model`` keeps the
+    models it built; a test that patches what building reads must see it read)."""
+    from prompt_compiler.model import spec
+
+    spec._BUILT.clear()

@@ -559,11 +559,13 @@ def _chat_template_source(value: Any, folders: list[Path], key_path: str,
 
 
 def _check_model(spec: dict[str, Any], key_path: str, where: dict[str, Any]) -> None:
-    """Build the model once, so a bad key fails at load time with its key path."""
+    """Build the model, so a bad key fails at load time with its key path; the model is kept
+    (:func:`~prompt_compiler.model.spec.build_model`) for the compiler, which builds it from
+    the same dict (``{**spec, "abbr": abbr}``)."""
     from ..model.spec import build_model
 
     try:
-        build_model(spec, where=key_path)
+        build_model({**spec, "abbr": where["model"]}, where=key_path)
     except PromptCompilerError as err:
         if err.key_path is None or not err.key_path.startswith(key_path):
             err.key_path = key_path if err.key_path is None else f"{key_path}.{err.key_path}"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PromptCompilerError, RegistryError
@@ -24,6 +28,7 @@ from .tokenize import (
     api_words,
     default_counter,
     token_counter,
+    token_counters,
     whitespace_tokens,
 )
 
@@ -521,7 +526,11 @@ def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
                 counters: Mapping[str, TokenCounter] | None = None) -> Model:
     """A :class:`Model` from a model config, its ``tokenizer`` (or the class's default
     counter, :func:`~.tokenize.default_counter`) resolved by :func:`~.tokenize.token_counter`
-    among ``counters`` (default: the registered ones)."""
+    among ``counters`` (default: the registered ones).
+
+    A model is built once per process: the :class:`Model` of a config built before (the same
+    content, the same counter under its tokenizer's name, the same chat template file) is
+    returned again (see :class:`_Built`); ``where`` only names the keys of an error."""
     if isinstance(cfg, Model):
         return cfg
     if not isinstance(cfg, Mapping):
@@ -530,11 +539,106 @@ def build_model(cfg: Mapping[str, Any] | Model, *, where: str = "model",
         name = cfg["tokenizer"]
     else:  # the folder its class loads (tokenizer_path, path), else the class's counter
         name = model_tokenizer(cfg) or default_counter(cfg)
+    known = token_counters() if counters is None else counters
+    named = known.get(name) if isinstance(name, str) else None
+    key = _BUILT.key(cfg, name, named) if isinstance(cfg, Mapping) else None
+    built = _BUILT.get(key)
+    if built is not None:
+        return built
     kwargs = cfg.get("tokenizer_kwargs") if isinstance(cfg, Mapping) else None
     if kwargs is not None and not _takes_tokenizer_kwargs(cfg.get("type")):
         kwargs = None  # that OpenCompass class loads its tokenizer without them
-    return Model.from_dict(cfg, where=where, count_tokens=token_counter(
+    if key is not None:  # the kept model holds none of the caller's (mutable) values
+        cfg = copy.deepcopy(cfg)
+    model = Model.from_dict(cfg, where=where, count_tokens=token_counter(
         name, where, counters, tokenizer_kwargs=kwargs if isinstance(kwargs, Mapping) else None))
+    _BUILT.put(key, model, named)
+    return model
+
+
+class _Built:
+    """The models built in this process, most recently used last (at most ``size``).
+
+    A model's key is its config's content (plain data, dict order and value types included;
+    a config holding anything else is built every time), its tokenizer's name, the identity of
+    the counter registered under that name (a compiler's own counters win, and a counter
+    registered after a first build is seen), and the size and time of the chat template
+    file(s) it reads (an edited file is read again)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._models: OrderedDict[Any, tuple[Model, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def key(self, cfg: Mapping[str, Any], name: Any, counter: Any) -> Any:
+        """The key of ``cfg`` built with the counter ``name`` (``counter``: the registered
+        one of that name, or None), or None for a config that is not plain data."""
+        try:
+            content = _frozen(cfg)
+        except TypeError:
+            return None
+        return content, _frozen(name) if isinstance(name, str) else None, id(counter), \
+            _file_stamp(cfg.get("chat_template"))
+
+    def get(self, key: Any) -> Model | None:
+        if key is None:
+            return None
+        with self._lock:
+            found = self._models.get(key)
+            if found is None:
+                return None
+            self._models.move_to_end(key)
+            return found[0]
+
+    def put(self, key: Any, model: Model, counter: Any) -> None:
+        """Keep ``model`` (and ``counter``, so that its id names no other while kept)."""
+        if key is None:
+            return
+        with self._lock:
+            self._models[key] = (model, counter)
+            while len(self._models) > self.size:
+                self._models.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._models.clear()
+
+
+_BUILT = _Built(64)
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` as a hashable key that tells apart what ``==`` would not (``1``/``True``/
+    ``1.0``, a list/a tuple, dict key order).
+
+    Raises:
+        TypeError: It holds something other than plain data.
+    """
+    kind = type(value)
+    if kind is dict:
+        return kind, tuple((_frozen(k), _frozen(v)) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return kind, tuple(_frozen(item) for item in value)
+    if kind is float:
+        return kind, repr(value)
+    if value is None or kind in (str, int, bool):
+        return kind, value
+    raise TypeError(kind.__name__)
+
+
+def _file_stamp(value: Any) -> Any:
+    """Size and modification time of a chat template path (a model folder: of its files)."""
+    if not isinstance(value, str) or "{" in value or "\n" in value:
+        return None  # (template text, or none)
+    try:
+        path = Path(value).expanduser()
+        if not path.is_dir():
+            found = path.stat()
+            return found.st_size, found.st_mtime_ns
+        return tuple(sorted((entry.name, entry.stat().st_size, entry.stat().st_mtime_ns)
+                            for entry in os.scandir(path) if entry.is_file()))
+    except (OSError, ValueError):
+        return None
 
 
 def manifest_models(models: Iterable[Any], mode: str = "default") -> dict[str, dict[str, Any]]:
