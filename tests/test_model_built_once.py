@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,21 @@ def test_an_edited_chat_template_file_is_read_again(tmp_path: Path) -> None:
     after = build_model(cfg)
     assert after is not before
     assert after.chat_template.render([{"role": "user", "content": "x"}]) == "(x)"
+
+
+def test_a_relative_chat_template_is_read_from_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, text in (("a", "[{{ messages[0].content }}]"), ("b", "({{ messages[0].content }})")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "t.jinja").write_text(text, encoding="utf-8")
+        os.utime(tmp_path / name / "t.jinja", ns=(10**18, 10**18))  # (the same size and time)
+    cfg = {"name": "m", "renderer": "hf_chat", "chat_template": "t.jinja"}
+    rendered = []
+    for name in ("a", "b"):
+        monkeypatch.chdir(tmp_path / name)
+        template = build_model(cfg).chat_template
+        rendered.append(template.render([{"role": "user", "content": "x"}]))
+    assert rendered == ["[x]", "(x)"]
 
 
 def test_values_that_compare_equal_are_different_models() -> None:

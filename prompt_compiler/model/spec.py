@@ -562,8 +562,8 @@ class _Built:
     A model's key is its config's content (plain data, dict order and value types included;
     a config holding anything else is built every time), its tokenizer's name, the identity of
     the counter registered under that name (a compiler's own counters win, and a counter
-    registered after a first build is seen), and the size and time of the chat template
-    file(s) it reads (an edited file is read again)."""
+    registered after a first build is seen), the working directory (relative paths) and the
+    size and time of the chat template file(s) it reads (an edited file is read again)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -574,10 +574,10 @@ class _Built:
         """The key of ``cfg`` built with the counter ``name`` (``counter``: the registered
         one of that name, or None), or None for a config that is not plain data."""
         try:
-            content = _frozen(cfg)
-        except TypeError:
+            content, here = _frozen(cfg), os.getcwd()  # (a relative path reads from here)
+        except (TypeError, OSError):
             return None
-        return content, _frozen(name) if isinstance(name, str) else None, id(counter), \
+        return content, _frozen(name) if isinstance(name, str) else None, id(counter), here, \
             _file_stamp(cfg.get("chat_template"))
 
     def get(self, key: Any) -> Model | None:
