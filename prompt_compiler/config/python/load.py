@@ -38,7 +38,7 @@ from .check import check, compile_config, parse_file
 from .mm_values import NeedsMmengine, settings, to_plain
 from .mmengine_mode import Bases, noted
 from .shim import opencompass_shim
-from .stand_ins import SAFE_BUILTINS
+from .stand_ins import run
 
 if TYPE_CHECKING:
     from ..origins import BaseRecorder
@@ -225,14 +225,10 @@ def _guarded_mmengine(bases: Bases | None = None,
         return compile_config(source, filename, filename or "<config>", mode, roots or [])
 
     def eval_(code: Any, globals_: Any = None, locals_: Any = None) -> Any:
-        scope = globals_ if globals_ is not None else {}
-        scope["__builtins__"] = SAFE_BUILTINS
-        return eval(code, scope, locals_ if locals_ is not None else scope)  # noqa: S307
+        return run(code, globals_ if globals_ is not None else {}, locals_)
 
     def exec_(code: Any, globals_: Any = None, locals_: Any = None) -> None:
-        scope = globals_ if globals_ is not None else {}
-        scope["__builtins__"] = SAFE_BUILTINS
-        exec(code, scope, locals_ if locals_ is not None else scope)  # noqa: S102
+        run(code, globals_ if globals_ is not None else {}, locals_)
 
     file2dict = mm.Config.__dict__["_file2dict"]
     stack: list[str] = []

@@ -49,7 +49,7 @@ from ...errors import ConfigError, PromptCompilerError
 from .check import base_tree, check, compile_config
 from .mm_values import ConfigDict, LazyAttr, LazyObject, NeedsMmengine
 from .mm_values import to_config_dict as _to_config_dict
-from .stand_ins import safe_globals
+from .stand_ins import run, safe_globals
 
 __all__ = [
     "ConfigDict",
@@ -254,8 +254,7 @@ def _load_plain(filename: str, tree: ast.Module, roots: Sequence[str]) -> dict[s
                 raise NeedsMmengine("imports mmengine")
     path = os.path.abspath(os.path.expanduser(filename))
     namespace: dict[str, Any] = safe_globals(_base_=ConfigDict())
-    code = compile_config(tree, path, path, roots=roots)
-    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (check.py)
+    run(compile_config(tree, path, path, roots=roots), namespace)
     found = {key: value for key, value in namespace.items()
              if key != "_base_" and not key.startswith("__")
              and not isinstance(value, (types.FunctionType, types.ModuleType))}
@@ -318,7 +317,7 @@ def _load_lazy(filename: str, tree: ast.Module, modules: _ModuleKinds,
     code = compile_config(module, filename, filename, roots=roots)
     namespace: dict[str, Any] = safe_globals(LazyObject=LazyObject, __file__=filename)
     namespace.update(bound)
-    exec(code, namespace, namespace)  # noqa: S102 - checked and guarded (check.py)
+    run(code, namespace)
     variables = {key: value for key, value in namespace.items()
                  if not key.startswith("__") and key != "LazyObject"}
     if stack and bases is not None:  # a base config, as it finishes loading

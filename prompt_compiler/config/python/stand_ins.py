@@ -43,7 +43,7 @@ from .budget import (
 )
 from .check import PLAIN_BUILTINS, REPLACED_BUILTINS, bad_attr, bad_name, compile_config
 
-__all__ = ["SAFE_BUILTINS", "safe_globals"]
+__all__ = ["SAFE_BUILTINS", "run", "safe_globals"]
 
 _MAX_READ_BYTES = 64 << 20
 _GUARD_MODULES = frozenset({__name__, Guard.__module__, compile_config.__module__})
@@ -567,6 +567,14 @@ SAFE_BUILTINS.update({  # what the rewrite (check.py) calls
 def safe_globals(**names: Any) -> dict[str, Any]:
     """A namespace for a checked, rewritten config: ``names`` plus the safe builtins."""
     return {"__builtins__": SAFE_BUILTINS, **names}
+
+
+def run(code: types.CodeType, scope: dict[str, Any], local_scope: Any = None) -> Any:
+    """Run config code compiled by :func:`~.check.compile_config` in ``scope`` (its globals),
+    with the safe builtins: the one place a config's code runs (both loaders); the value of
+    an expression (``eval`` mode), else None."""
+    scope["__builtins__"] = SAFE_BUILTINS
+    return eval(code, scope, scope if local_scope is None else local_scope)  # noqa: S307
 
 
 
