@@ -10,7 +10,8 @@ and ``locals()`` hide the ``__`` names, ``range``, ``map``, ``filter`` and frien
 Python (so each item is counted), ``set`` keeps insertion order (the same on every run).
 Attribute reads go through :func:`_attr`, which refuses private and frame names at run time
 and turns ``str.format``/``format_map`` into the names-only formatter of
-:mod:`prompt_compiler.safety.format_guard`.
+:mod:`prompt_compiler.safety.format_guard`. A config's code (and what its ``eval`` reads)
+runs through :func:`run`, with these builtins.
 """
 
 from __future__ import annotations
@@ -531,12 +532,9 @@ def _eval(source: Any, globals: Any = None, locals: Any = None) -> Any:  # noqa:
     except SyntaxError as exc:
         raise SyntaxError(f"eval(): {exc.msg}") from None
     code = compile_config(tree, frame.f_code.co_filename, display, "eval")
-    scope = frame.f_globals if globals is None else dict(globals)
-    if globals is not None:
-        scope["__builtins__"] = SAFE_BUILTINS
     if locals is None and globals is None:
         locals = frame.f_locals
-    return eval(code, scope, locals)  # noqa: S307 - checked and guarded above
+    return run(code, frame.f_globals if globals is None else dict(globals), locals)
 
 
 def _isinstance(obj: Any, classinfo: Any) -> bool:
