@@ -183,3 +183,52 @@ def test_a_model_without_a_tokenizer_warns(tmp_path: Path) -> None:
     done = run_cli("data.yaml", "models.yaml", "-o", "out2", "--strict", cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr  # one line
     assert "error:" in done.stderr and "'<|im_end|>'" in done.stderr, done.stderr
+
+
+def _wide_suite(tmp_path: Path, rows: int, columns: int, models: str) -> None:
+    """``rows`` test rows of ``columns`` values, each ``v<|eot_id|>``, in a JSON Lines file."""
+    names = [f"c{k}" for k in range(columns)]
+    value = "v<|eot_id|>"
+    with (tmp_path / "wide.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(rows):
+            fh.write(json.dumps({**{n: value for n in names}, "a": str(i)}) + "\n")
+    template = " ".join("{" + n + "}" for n in names)
+    (tmp_path / "wide.yaml").write_text(f"""\
+datasets:
+  - abbr: wide
+    path: wide.jsonl
+    reader_cfg: {{input_columns: {json.dumps(names)}, output_column: a}}
+    infer_cfg:
+      prompt_template:
+        type: PromptTemplate
+        template: {{round: [{{role: HUMAN, prompt: {json.dumps(template)}}}]}}
+      retriever: {{type: ZeroRetriever}}
+      inferencer: {{type: GenInferencer, max_out_len: 8}}
+{models}""", encoding="utf-8")
+
+
+def test_special_token_text_in_many_rows_is_split_in_every_row(tmp_path: Path) -> None:
+    """Which text came from data is traced row after row without running out: 2,200 rows of
+    60 values each is 132,000 traced values, past the 131,072 the trace could once number
+    (the run failed at row 2,114). Each row's ids hold one <|eot_id|> (128009), the meta
+    template's; its 60 values' are text, as the tokenizers library splits them."""
+    folders = vocab_folders(tmp_path / "vocab")
+    _wide_suite(tmp_path, 2200, 60, f"""\
+models:
+  - abbr: l3
+    type: HuggingFaceBaseModel
+    tokenizer: {json.dumps(folders["llama3"])}
+    meta_template:
+      round:
+        - {{role: HUMAN, begin: "<|start_header_id|>user<|end_header_id|>\\n\\n", end: "<|eot_id|>"}}
+        - {{role: BOT, begin: "<|start_header_id|>assistant<|end_header_id|>\\n\\n", generate: true}}
+""")
+    done = run_cli("wide.yaml", "--tokenize", "-o", "out", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "out/l3/wide.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2200
+    want = [128006, 882, 128007, 271,  # (this tokenizer.json adds no BOS)
+            *_split(folders["llama3"], " ".join(["v<|eot_id|>"] * 60)),
+            128009, 128006, 78191, 128007, 271]
+    for n in (0, 2183, 2184, 2199):
+        assert json.loads(lines[n])["input_ids"] == want, n

@@ -90,6 +90,39 @@ def test_spans_by_hand(tmp_path: Path) -> None:
     assert lines(tmp_path / "plain/chatml/qa.jsonl")[0]["prompt"] == qa["prompt"]
 
 
+def test_spans_of_many_rows_are_traced_to_the_last(tmp_path: Path) -> None:
+    """2,200 rows of 60 values: 132,000 traced values, past the 131,072 the trace could once
+    number (spans were null from row 2,184 on). The last row's spans name its own values."""
+    names = [f"c{k}" for k in range(60)]
+    with (tmp_path / "wide.jsonl").open("w") as fh:
+        for i in range(2200):
+            fh.write(json.dumps({**{n: "v" for n in names}, "a": "x"}) + "\n")
+    template = " ".join("{" + n + "}" for n in names)
+    (tmp_path / "wide.yaml").write_text(f"""\
+datasets:
+  - abbr: wide
+    path: wide.jsonl
+    reader_cfg: {{input_columns: {json.dumps(names)}, output_column: a}}
+    infer_cfg:
+      prompt_template: {{type: PromptTemplate, template: {json.dumps(template)}}}
+      retriever: {{type: ZeroRetriever}}
+      inferencer: {{type: GenInferencer}}
+models:
+  - {{abbr: m, type: HuggingFaceCausalLM, path: m}}
+""")
+    proc = subprocess.run([sys.executable, "-m", "prompt_compiler", "wide.yaml", "-o", "out",
+                           "--spans"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    last = lines(tmp_path / "out/m/wide.jsonl")[-1]
+    assert last["prompt"] == " ".join(["v"] * 60)
+    want: list[Any] = []
+    for k, name in enumerate(names):
+        want.append([2 * k, 2 * k + 1, col(name, "test", 2199)])
+        if k < 59:
+            want.append([2 * k + 1, 2 * k + 2, T])
+    assert last["spans"] == want
+
+
 def _check_tiling(text: str, spans: list[Any], where: str) -> None:
     assert isinstance(spans, list), where
     pos = 0
@@ -206,8 +239,8 @@ def test_strip_tags_tiles_the_text(ops: list[tuple[str, str]]) -> None:
     parts, plain, depth = [], [], 0
     for op, text in ops:
         if op.startswith("open"):
-            wrapped = tags.wrap(origins[op], "x")  # OPEN + code + "x" + CLOSE
-            parts.append(wrapped[:2])
+            wrapped = tags.wrap(origins[op], "x")  # OPEN + the code + "x" + CLOSE
+            parts.append(wrapped[:-2])
             depth += 1
         elif op == "close" and depth:
             parts.append(CLOSE)

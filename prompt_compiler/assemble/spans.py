@@ -40,21 +40,27 @@ from .base import Job, Record
 __all__ = ["UNKNOWN", "DataSplit", "add_spans", "record_ids", "strip_tags"]
 
 OPEN, CLOSE = "\ue000", "\ue001"
-_CODE = 0xF0000  # origin k is written chr(_CODE + k), right after OPEN
+_CODE = 0xF0000  # origin k is written as two characters right after OPEN: its high and low
+_BITS = 16  # 16 bits, each as chr(_CODE + part) (planes 15 and 16: private use)
 _SENTINEL = re.compile(f"[{OPEN}{CLOSE}]")
 TEMPLATE: dict[str, Any] = {"kind": "template"}
 META: dict[str, Any] = {"kind": "meta"}
 SEPARATOR: dict[str, Any] = {"kind": "separator"}
 
 
-
-
 class Tags:
-    """The origins of one compile, each wrapped text naming its origin by number."""
+    """The origins of one compile, each wrapped text naming its origin by number.
+
+    A test row's origins are dropped once the records have moved past that row
+    (:meth:`release_before`), so a job's table holds the templates', the separators' and the
+    in-context examples' origins, and those of the row at hand: bounded by the train split,
+    not by the test rows traced."""
 
     def __init__(self) -> None:
-        self.origins: list[dict[str, Any]] = []
+        self.origins: dict[int, dict[str, Any]] = {}
         self._index: dict[str, int] = {}
+        self._rows: dict[int, list[str]] = {}  # a test row's origin keys
+        self._next = 0
 
     def wrap(self, origin: dict[str, Any], text: str) -> str:
         if not text:
@@ -62,9 +68,26 @@ class Tags:
         key = json.dumps(origin, sort_keys=True)
         k = self._index.get(key)
         if k is None:
-            k = self._index[key] = len(self.origins)
-            self.origins.append(origin)
-        return f"{OPEN}{chr(_CODE + k)}{text}{CLOSE}"
+            k = self._index[key] = self._next
+            self._next += 1
+            self.origins[k] = origin
+            row = origin.get("row")
+            if origin.get("split") == "test" and type(row) is int:
+                self._rows.setdefault(row, []).append(key)
+        return f"{OPEN}{chr(_CODE + (k >> _BITS))}{chr(_CODE + (k & 0xFFFF))}{text}{CLOSE}"
+
+    def origin(self, high: str, low: str) -> dict[str, Any]:
+        """The origin written as the two characters after an OPEN."""
+        found = self.origins.get(((ord(high) - _CODE) << _BITS) | (ord(low) - _CODE))
+        if found is None:
+            raise ValueError("a span sentinel names no origin")
+        return found
+
+    def release_before(self, row: int) -> None:
+        """Drop the origins of the test rows before ``row``."""
+        for old in [r for r in self._rows if r < row]:
+            for key in self._rows.pop(old):
+                self.origins.pop(self._index.pop(key), None)
 
 
 def strip_tags(text: str, tags: Tags, default: dict[str, Any]) -> tuple[str, list[list[Any]]]:
@@ -95,13 +118,13 @@ def strip_tags(text: str, tags: Tags, default: dict[str, Any]) -> tuple[str, lis
 
     for m in _SENTINEL.finditer(text):
         if m.start() < i:
-            continue  # the code character after an OPEN
+            continue  # a code character after an OPEN
         emit(text[i:m.start()])
         if m.group() == OPEN:
-            if m.end() >= len(text):
+            if m.end() + 1 >= len(text):
                 raise ValueError("unbalanced span sentinel")
-            stack.append(tags.origins[ord(text[m.end()]) - _CODE])
-            i = m.end() + 1
+            stack.append(tags.origin(text[m.end()], text[m.end() + 1]))
+            i = m.end() + 2
         else:
             if not stack:
                 raise ValueError("unbalanced span sentinel")
@@ -120,6 +143,34 @@ class _Origin(dict):  # type: ignore[type-arg]
     """A row that knows its split and index (train rows reach the templates as they are)."""
 
     origin: tuple[str, int] = ("test", 0)
+
+
+def _train_row(row: Any, index: int) -> Any:
+    out = _Origin(row)
+    out.origin = ("train", index)
+    return out
+
+
+class _Rows(Sequence[Any]):
+    """A split whose rows are made over when read (tagged), none held: the tagged twin of a
+    job reads the rows it needs, as the job itself does."""
+
+    def __init__(self, rows: Sequence[Any], make: Callable[[Any, int], Any]) -> None:
+        self.rows, self.make = rows, make
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self.rows)
+        i = index + n if index < 0 else index
+        return self.make(self.rows[index], i)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i, row in enumerate(self.rows):
+            yield self.make(row, i)
 
 
 def _tag_meta(value: Any, tags: Tags, key: str = "") -> Any:
@@ -191,15 +242,10 @@ def _tagged_job(job: Job, kind: str, tags: Tags) -> Job:
             ice_eos_token=tags.wrap(SEPARATOR, retriever.ice_eos_token))
     except TypeError:  # a plugin retriever that is not a dataclass: separators untagged
         pass
-    train = []
-    for i, row in enumerate(job.rows.train):
-        r = _Origin(row)
-        r.origin = ("train", i)
-        train.append(r)
-    test = job.rows.test
+    test: Sequence[Any] = job.rows.test
     if kind == "chat":
-        test = tuple(_tag_chat_row(r, i, tags) for i, r in enumerate(test))
-    rows = dataclasses.replace(job.rows, train=tuple(train), test=tuple(test))
+        test = _Rows(test, lambda row, i: _tag_chat_row(row, i, tags))
+    rows = dataclasses.replace(job.rows, train=_Rows(job.rows.train, _train_row), test=test)
     return dataclasses.replace(job, rows=rows, retriever=retriever, model=tagged_model,
                                token_lens=False, _ice_cache={}, _token_cache={})
 
@@ -272,6 +318,8 @@ def add_spans(job: Job, kind: str, params: Mapping[str, Any], records: Iterator[
 
         chat_twins = chat_records(tjob, infer_mode=params.get("infer_mode", "last"))
     for rec in records:  # built untagged, outside the tagging context
+        if type(rec.index) is int:
+            tags.release_before(rec.index)
         twin: Record | None = None
         try:
             with _tagging(tjob, tags):
