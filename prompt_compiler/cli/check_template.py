@@ -60,7 +60,7 @@ def _model(name: str) -> object:
                           config_path=name)
     cfg = models[0]
     try:
-        return Compiler().model({**cfg.spec, "abbr": cfg.abbr})
+        return Compiler().model(cfg.model_dict())
     except PromptCompilerError as err:
         raise err.located(config_path=cfg.config_path, model=cfg.abbr) from None
 

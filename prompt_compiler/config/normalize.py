@@ -434,11 +434,11 @@ def normalize_model(entry: Any, config_path: str, key_path: str,
             f"{key_path}.chat_template", where)
         if not _is_template_text(spec["chat_template"]):
             files.append(spec["chat_template"])
-    _check_model(spec, key_path, where)
-    return ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
-                       files=tuple(files),
-                       notes=model_key_notes(entry, class_name, config_path, key_path, abbr,
-                                             _NOTED_PASS_KEYS))
+    model = ModelConfig(abbr=abbr, config_path=config_path, key_path=key_path, spec=spec,
+                        files=tuple(files))
+    _check_model(model, key_path, where)
+    return dataclasses.replace(model, notes=model_key_notes(
+        entry, class_name, config_path, key_path, abbr, _NOTED_PASS_KEYS))
 
 
 def _empty_abbr(entry: dict[str, Any], config_path: str, key_path: str) -> ConfigError:
@@ -475,8 +475,8 @@ def check_model_tokenizer(model: ModelConfig, tokenizer: str) -> tuple[dict[str,
     spec = {k: v for k, v in model.spec.items() if k != "tokenizer_missing"}
     spec["tokenizer"] = value
     try:
-        _check_model(spec, model.key_path, {"config_path": model.config_path,
-                                            "model": model.abbr})
+        _check_model(dataclasses.replace(model, spec=spec), model.key_path,
+                     {"config_path": model.config_path, "model": model.abbr})
     except PromptCompilerError as err:
         err.key_path, err.config_path = "--tokenizer", None  # the flag, not the template file
         raise err from None
@@ -558,14 +558,14 @@ def _chat_template_source(value: Any, folders: list[Path], key_path: str,
         **where)
 
 
-def _check_model(spec: dict[str, Any], key_path: str, where: dict[str, Any]) -> None:
+def _check_model(model: ModelConfig, key_path: str, where: dict[str, Any]) -> None:
     """Build the model, so a bad key fails at load time with its key path; the model is kept
     (:func:`~prompt_compiler.model.spec.build_model`) for the compiler, which builds it from
-    the same dict (``{**spec, "abbr": abbr}``)."""
+    the same dict (:meth:`ModelConfig.model_dict`)."""
     from ..model.spec import build_model
 
     try:
-        build_model({**spec, "abbr": where["model"]}, where=key_path)
+        build_model(model.model_dict(), where=key_path)
     except PromptCompilerError as err:
         if err.key_path is None or not err.key_path.startswith(key_path):
             err.key_path = key_path if err.key_path is None else f"{key_path}.{err.key_path}"

@@ -101,6 +101,12 @@ class ModelConfig:
     origin: Origin | None = None
     """As :attr:`DatasetConfig.origin`."""
 
+    def model_dict(self) -> dict[str, Any]:
+        """The dict its :class:`~prompt_compiler.model.spec.Model` is built from (``spec``
+        with ``abbr``): the same dict at load and at compile, so the model its load built is
+        the one compiled (:func:`~prompt_compiler.model.spec.build_model` keeps it)."""
+        return {**self.spec, "abbr": self.abbr}
+
 
 @dataclass(frozen=True, slots=True)
 class SuiteConfig:

@@ -167,7 +167,7 @@ class _DatasetLint:
     def run(self) -> list[Finding]:
         first = True
         for model in self.models or [None]:
-            spec = {**model.spec, "abbr": model.abbr} if model is not None else _NO_MODEL
+            spec = model.model_dict() if model is not None else _NO_MODEL
             job, kind, params = self.compiler.job(
                 self.spec, spec, self.options,
                 opencompass_root=getattr(self.ds, "opencompass_root", None))
@@ -461,7 +461,7 @@ def _unread_kwargs(models: Sequence[Any], compiler: Compiler) -> list[Finding]:
                     if config.spec.get(k)), None)
         if key is None or config.spec.get("chat_template") is None:
             continue
-        model = compiler.model({**config.spec, "abbr": config.abbr})
+        model = compiler.model(config.model_dict())
         read = sorted(template_variables(model.chat_template))
         for name in unread_kwargs(model.chat_template, model.template_kwargs):
             close = difflib.get_close_matches(name, read, n=1)

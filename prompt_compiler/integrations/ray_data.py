@@ -113,7 +113,7 @@ def _prepare(pair: Any, mode: str, data_dir: Any, limit_check: bool = True) -> d
     try:
         dataset = attach_rows(pair.dataset, Path(data_dir) if data_dir is not None else None)
         job, kind, params = Compiler(mode=mode).job(
-            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True,
+            dataset.spec, pair.model.model_dict(), pair.options, lean=True,
             opencompass_root=pair.dataset.opencompass_root)
         if kind not in ("gen", "ppl") or params.get("multiround") or (
                 kind == "ppl" and job.options.get("normalizing_str") is not None):

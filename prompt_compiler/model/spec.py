@@ -654,7 +654,7 @@ def manifest_models(models: Iterable[Any], mode: str = "default") -> dict[str, d
         if not any(spec.get(k) is not None for k in ("chat_template", "chat_template_kwargs",
                                                      "template_kwargs")):
             continue
-        model = build_model({**spec, "abbr": config.abbr})
+        model = build_model(config.model_dict())
         entry: dict[str, Any] = {}
         if model.date is not None:
             entry["date"] = model.date

@@ -173,7 +173,7 @@ def pair_job(pair: Pair, settings: CompileSettings, compiler: Compiler, *, lean:
         warnings.warn(PromptCompilerWarning(str(note)), stacklevel=3)
     dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
                           no_rows=settings.no_rows)
-    job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
+    job, kind, params = compiler.job(dataset.spec, pair.model.model_dict(),
                                      pair.options, lean=lean,
                                      opencompass_root=pair.dataset.opencompass_root)
     eager = isinstance(job.rows.test, (list, tuple))
@@ -207,7 +207,7 @@ def prepare(pair: Pair, settings: CompileSettings, compiler: Compiler | None = N
     with peeking():  # rows from a pipe are left for the worker
         dataset = attach_rows(pair.dataset, settings.data_dir, settings.opencompass_python,
                           no_rows=settings.no_rows)
-    job, kind, params = compiler.job(dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr},
+    job, kind, params = compiler.job(dataset.spec, pair.model.model_dict(),
                                      pair.options, lean=True,
                                      opencompass_root=pair.dataset.opencompass_root)
     if settings.spans or not plannable(job, kind, params):

@@ -193,7 +193,7 @@ def _worker_job(pair: Any, settings: CompileSettings, fresh: bool = False
         dataset = attach_rows(pair.dataset, settings.data_dir,
                                   settings.opencompass_python, no_rows=settings.no_rows)
         job, kind, params = settings.compiler().job(
-            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
+            dataset.spec, pair.model.model_dict(), pair.options, lean=True)
         found = (job, kind, params, None)
         if not fresh:
             if len(_JOBS) > 8:
@@ -356,7 +356,7 @@ def _plan(pair: Any, settings: CompileSettings, cpus: int, shard: ShardPlan | No
             dataset = attach_rows(pair.dataset, settings.data_dir,
                                   settings.opencompass_python, no_rows=settings.no_rows)
         job, kind, params = compiler.job(
-            dataset.spec, {**pair.model.spec, "abbr": pair.model.abbr}, pair.options, lean=True)
+            dataset.spec, pair.model.model_dict(), pair.options, lean=True)
     except (PromptCompilerError, NotPeekable):
         return None  # the task raises it again, located as the local engine does
     if keep is not None:
