@@ -154,3 +154,25 @@ def test_at_most_64_models_are_kept() -> None:
     for i in range(70):
         build_model({"name": f"m{i}"})
     assert len(spec._BUILT._models) == 64
+
+
+def test_a_child_forked_while_the_kept_models_are_locked_can_build() -> None:
+    """(A worker forked while another thread of its parent held the lock would wait forever.)"""
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""\
+        import os, signal
+        from prompt_compiler.model import spec
+        spec._BUILT._lock.acquire()  # as a thread of the parent would at the fork
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # (a child that waits is ended, its status says so)
+            spec.build_model({"name": "m"})
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=REPO)
+    assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr

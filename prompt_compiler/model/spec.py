@@ -569,6 +569,11 @@ class _Built:
         self.size = size
         self._models: OrderedDict[Any, tuple[Model, Any]] = OrderedDict()
         self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):  # a child forked while a thread held the lock
+            os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()
 
     def key(self, cfg: Mapping[str, Any], name: Any, counter: Any) -> Any:
         """The key of ``cfg`` built with the counter ``name`` (``counter``: the registered
