@@ -137,7 +137,7 @@ from prompt_compiler.emit.shards import LocalSink
 from prompt_compiler.run.engines.ray import _whole_pair_shards
 pair, settings, plan = pickle.load(open(sys.argv[1], "rb"))
 # a worker on another node: the driver's folder does not exist here
-entries = _whole_pair_shards("/nonexistent/driver-folder", pair, settings, plan,
+entries, _ = _whole_pair_shards("/nonexistent/driver-folder", pair, settings, plan,
                              LocalSink(sys.argv[2], "out"))
 print(json.dumps([e["records"] for e in entries]))
 """

@@ -165,6 +165,10 @@ class UnsplitWarning(PromptCompilerWarning):
     """A row value holds a special token no tokenizer of the model can split (lint reports
     it as ``special-token-in-data`` instead)."""
 
+    once_per_pair = True
+    """Raised once per job, at the first such row: a pair compiled in pieces raises the first
+    piece's (:mod:`prompt_compiler.run.engines.relay`)."""
+
 
 class Unsplit:
     """Warns once per job that a row value holds one of the model's special tokens (read off

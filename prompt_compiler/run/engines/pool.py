@@ -33,6 +33,7 @@ from ...emit.shards import (
 from ...errors import PromptCompilerError
 from ..pairs import Counts, Pair, PreparedJob, pair_lines, prepare, range_lines
 from ..settings import CompileSettings
+from .relay import catching, relay
 
 __all__ = ["PARENT_SHARE", "SPLIT_ROWS", "PoolEngine", "compile_parallel",
            "compile_parallel_shards", "row_ranges", "shard_split"]
@@ -206,8 +207,10 @@ def _join(first: _Task, parts: list[tuple[str, Any]], wait: Callable[[Any], Any]
             total.add(Counts(n, n_over))
             yield first.staging / on_disk(rel)
 
-    digest = write_blocks(first.staging / on_disk(first.rel), blocks, shown=first.shown_file,
-                          parts=appended())
+    with catching() as caught:  # this range's and the workers', in row order
+        digest = write_blocks(first.staging / on_disk(first.rel), blocks,
+                              shown=first.shown_file, parts=appended())
+    relay(caught, seen=set())
     return total.count, digest, total.over_limit
 
 
@@ -304,7 +307,9 @@ def compile_parallel_shards(pairs: list[Pair], writer: Any,
                 for key, (pair, futs) in enumerate(zip(pairs, futures, strict=True)):
                     if progress:
                         progress(key, len(pairs), pair)
-                    shards = [Shard.of(e) for fut in futs for e in result(fut, watch)]
+                    with catching() as caught:
+                        shards = [Shard.of(e) for fut in futs for e in result(fut, watch)]
+                    relay(caught, seen=set())
                     for shard in shards:
                         writer.adopt(shard.name)
                     outputs[pair_folder(pair.out_name)] = pair_entry(

@@ -48,6 +48,7 @@ from ...errors import ConfigError, PromptCompilerError, UnsupportedError
 from ...retrieve.basic import BlockIndex
 from ..pairs import Counts, PreparedJob, locate, pair_lines, range_lines
 from ..settings import CompileSettings
+from .relay import Caught, catching, relay
 
 __all__ = ["RANGE_ROWS", "Offset", "RayEngine", "block_ids", "block_index", "compile_pairs",
            "portable", "ray_session", "require_ray"]
@@ -254,38 +255,41 @@ def _emit(blocks: Iterator[bytes], target: tuple[str, str], shown: str, digest: 
 
 
 def _whole_pair(cwd: str, pair: Any, settings: CompileSettings, target: tuple[str, str],
-                shown: str) -> tuple[bytes | None, int, int, str]:
+                shown: str) -> tuple[bytes | None, int, int, str, Caught]:
     """Task: one pair, as the local engine compiles it: (its lines, or None when written to
-    ``target``; the line count; lines over_limit; sha256 when written)."""
+    ``target``; the line count; lines over_limit; sha256 when written; its warnings)."""
     _chdir(cwd)
     counts = Counts()
-    data, digest = _emit(pair_lines(pair, settings, counts), target, shown)
-    return data, counts.count, counts.over_limit, digest
+    with catching() as caught:
+        data, digest = _emit(pair_lines(pair, settings, counts), target, shown)
+    return data, counts.count, counts.over_limit, digest, caught
 
 
 def _compile_blocks(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
                     shots: Any, target: tuple[str, str], shown: str) -> dict[str, list[Any]]:
     """The ``map_batches`` function of a large pair's Ray Data pipeline: row blocks
     ``{"block", "start", "stop", "ids"}`` in, ``{"block", "part", "data", "count", "over",
-    "error"}`` out (``part``: the file a block was written to in the run's staging folder,
-    when that folder is on this node; else ``data``: its lines; ``error``: the block's error,
-    pickled, raised by the driver when the block's turn comes, so that a run fails on the
-    first bad row in file order, as locally). Each worker process builds the pair's job once
+    "error", "warnings"}`` out (``part``: the file a block was written to in the run's staging
+    folder, when that folder is on this node; else ``data``: its lines; ``error``: the block's
+    error, pickled, raised by the driver when the block's turn comes, so that a run fails on
+    the first bad row in file order, as locally; ``warnings``: those it raised, pickled,
+    raised by the driver in block order). Each worker process builds the pair's job once
     (configs read, rows file indexed) and takes the shots from the object store once, and
     reuses them for every block it is given."""
     out: dict[str, list[Any]] = {"block": [], "part": [], "data": [], "count": [], "over": [],
-                                 "error": []}
+                                 "error": [], "warnings": []}
     for k, start, stop, ids in zip(batch["block"], batch["start"], batch["stop"],
                                    batch["ids"], strict=True):
         part, data, counts, error = "", b"", Counts(), b""
-        try:
-            part, data = _compile_block(int(k), range(int(start), int(stop)), ids, cwd, pair,
-                                        settings, shots, target, shown, counts)
-        except PromptCompilerError as err:
-            error = pickle.dumps(err)
+        with catching() as caught:
+            try:
+                part, data = _compile_block(int(k), range(int(start), int(stop)), ids, cwd,
+                                            pair, settings, shots, target, shown, counts)
+            except PromptCompilerError as err:
+                error = pickle.dumps(err)
         for key, value in (("block", int(k)), ("part", part), ("data", data),
                            ("count", counts.count), ("over", counts.over_limit),
-                           ("error", error)):
+                           ("error", error), ("warnings", pickle.dumps(caught))):
             out[key].append(value)
     return out
 
@@ -393,7 +397,32 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
     pair's file into ``writer`` and its manifest entry into ``outputs``; with ``shards`` (the
     plan of each pair by its ``out_name``), the workers write the shards themselves, and a
     worker plans each pair (reads its rows, hashes its row files into ``digests`` by real
-    path), so that this process reads no row and no record."""
+    path), so that this process reads no row and no record.
+
+    The workers' warnings are raised here, in pair order, when the pairs are done (or one
+    fails); they and an error name each config file as this process was given it (the
+    workers read it by its absolute path, :func:`portable`)."""
+    shown = {os.path.abspath(where): where for pair in pairs
+             for where in (pair.dataset.config_path, pair.model.config_path)
+             if isinstance(where, str) and where and os.path.isfile(where)}
+    held: Caught = []
+    try:
+        with catching() as held:
+            _compile_pairs(pairs, writer, outputs, settings, progress, shards, digests)
+    except PromptCompilerError as err:
+        if err.config_path in shown:
+            err.config_path = shown[err.config_path]
+        raise
+    finally:
+        relay([(category, next((shown[a] + text[len(a):] for a in shown
+                                if text.startswith(a + ":")), text))
+               for category, text in held])
+
+
+def _compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str, Any]],
+                   settings: CompileSettings, progress: Any,
+                   shards: dict[str, ShardPlan] | None, digests: dict[str, str] | None
+                   ) -> None:
     import ray
 
     from ...emit.names import on_disk
@@ -417,7 +446,8 @@ def compile_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str
                 progress(k, len(pairs), pair)
             counts = Counts()
             if plan is None:
-                data, counts.count, counts.over_limit, digest = _get(singles[k])
+                data, counts.count, counts.over_limit, digest, caught = _get(singles[k])
+                relay(caught)
                 if data is None:
                     writer.adopt(pair.out_name)
                 else:
@@ -494,17 +524,20 @@ def _ranges(pair: Any, settings: CompileSettings, plan: Any, cpus: int, counts: 
             fn_args=(os.getcwd(), pair, settings, ray.put(shots),
                      (str(staging), on_disk(name)), shown))
 
+        seen: set[type[Warning]] = set()
+
         def pieces() -> Iterator[Path | bytes]:
             done = 0
             for batch in compiled.iter_batches(batch_size=None, batch_format="numpy",
                                                prefetch_batches=0):
-                for k, part, data, n, over, error in zip(
+                for k, part, data, n, over, error, caught in zip(
                         batch["block"], batch["part"], batch["data"], batch["count"],
-                        batch["over"], batch["error"], strict=True):
+                        batch["over"], batch["error"], batch["warnings"], strict=True):
                     if int(k) != done:  # Ray Data keeps the order (preserve_order)
                         raise PromptCompilerError(
                             f"internal error: row block {int(k)} arrived where block {done} "
                             f"was expected ({shown})")
+                    relay(pickle.loads(bytes(caught)), seen)
                     if error:
                         raise pickle.loads(bytes(error))
                     done += 1
@@ -555,12 +588,14 @@ def _data_context() -> Iterator[None]:
 
 
 def _whole_pair_shards(cwd: str, pair: Any, settings: CompileSettings, plan: ShardPlan,
-                       sink: ShardSink) -> list[dict[str, Any]]:
-    """Task: every shard of one pair, as the local engine writes them; their entries."""
+                       sink: ShardSink) -> tuple[list[dict[str, Any]], Caught]:
+    """Task: every shard of one pair, as the local engine writes them; their entries, and
+    the warnings raised."""
     _chdir(cwd)
-    shards = write_shards(sink, pair_folder(pair.out_name), pair_lines(pair, settings, Counts()),
-                          plan)
-    return [s.entry() for s in shards]
+    with catching() as caught:
+        shards = write_shards(sink, pair_folder(pair.out_name),
+                              pair_lines(pair, settings, Counts()), plan)
+    return [s.entry() for s in shards], caught
 
 
 def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: CompileSettings,
@@ -569,33 +604,36 @@ def _shard_batches(batch: dict[str, Any], cwd: str, pair: Any, settings: Compile
     """The ``map_batches`` function of a large sharded pair: one item per shard (its rows,
     its number, the record number of its first row, the ids of its rows or none, the rows
     of the test file it reads when ``lines`` counted them) in, the shard's manifest entries
-    (JSON) or its error (pickled) out."""
+    (JSON) or its error (pickled), and its warnings (pickled), out."""
     import orjson
 
     from ...data.windows import row_windows
 
-    out: dict[str, list[Any]] = {"block": [], "entries": [], "error": []}
+    out: dict[str, list[Any]] = {"block": [], "entries": [], "error": [], "warnings": []}
     for k, start, stop, k0, k1, first, ids, w0, w1 in zip(
             batch["block"], batch["start"], batch["stop"], batch["k0"], batch["k1"],
             batch["first"], batch["ids"], batch["w0"], batch["w1"], strict=True):
         entries, error = b"", b""
-        try:
-            _chdir(cwd)
-            rows = range(int(start), int(stop))
-            if lines is not None:  # this worker finds its own rows in the file
-                with row_windows({lines.file: (lines, range(int(w0), int(w1)))}):
-                    prepared = _block_job(rows, bytes(ids), pair, settings, shots, fresh=True)
-            else:
-                prepared = _block_job(rows, bytes(ids), pair, settings, shots)
-            shards = write_shards(sink, pair_folder(pair.out_name),
-                                  range_lines(pair, prepared, rows, Counts()), plan,
-                                  start=int(first), shards=range(int(k0), int(k1)))
-            entries = orjson.dumps([s.entry() for s in shards])
-        except PromptCompilerError as err:
-            error = pickle.dumps(err)
+        with catching() as caught:
+            try:
+                _chdir(cwd)
+                rows = range(int(start), int(stop))
+                if lines is not None:  # this worker finds its own rows in the file
+                    with row_windows({lines.file: (lines, range(int(w0), int(w1)))}):
+                        prepared = _block_job(rows, bytes(ids), pair, settings, shots,
+                                              fresh=True)
+                else:
+                    prepared = _block_job(rows, bytes(ids), pair, settings, shots)
+                shards = write_shards(sink, pair_folder(pair.out_name),
+                                      range_lines(pair, prepared, rows, Counts()), plan,
+                                      start=int(first), shards=range(int(k0), int(k1)))
+                entries = orjson.dumps([s.entry() for s in shards])
+            except PromptCompilerError as err:
+                error = pickle.dumps(err)
         out["block"].append(int(k))
         out["entries"].append(entries)
         out["error"].append(error)
+        out["warnings"].append(pickle.dumps(caught))
     return out
 
 
@@ -695,7 +733,8 @@ def _shard_pairs(pairs: Sequence[Any], writer: Any, outputs: dict[str, dict[str,
             if progress:
                 progress(k, len(pairs), pair)
             if plan is None:
-                entries = _get(singles[k])
+                entries, caught = _get(singles[k])
+                relay(caught)
             else:
                 entries = _shard_stage(pair, settings, plan, plans[pair.out_name], writer, cwd)
             shards = [Shard.of(e) for e in entries]
@@ -723,7 +762,7 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
               "ids": b"" if retrieved is None else orjson.dumps([list(retrieved[i])
                                                                  for i in rows])}
              for j, (rows, ks, first) in enumerate(tasks)]
-    results: dict[int, tuple[bytes, bytes]] = {}
+    results: dict[int, tuple[bytes, bytes, bytes]] = {}
     with _data_context():
         stage = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
             cast(Any, _shard_batches), batch_size=1, batch_format="numpy", num_cpus=1,
@@ -732,21 +771,24 @@ def _shard_stage(pair: Any, settings: CompileSettings, found: Any, plan: ShardPl
         try:
             for batch in stage.iter_batches(batch_size=None, batch_format="numpy",
                                             prefetch_batches=0):
-                for j, entries, error in zip(batch["block"], batch["entries"],
-                                             batch["error"], strict=True):
-                    results[int(j)] = (bytes(entries), bytes(error))
+                for j, entries, error, caught in zip(batch["block"], batch["entries"],
+                                                     batch["error"], batch["warnings"],
+                                                     strict=True):
+                    results[int(j)] = (bytes(entries), bytes(error), bytes(caught))
         except ray.exceptions.RayError as exc:
             cause = _own_error(exc)
             if cause is not None:
                 raise cause from None
             raise
     out: list[dict[str, Any]] = []
+    seen: set[type[Warning]] = set()
     for j in range(len(items)):
         if j not in results:
             raise PromptCompilerError(f"internal error: shard task {j} of "
                                       f"{writer.shown_path(pair_folder(pair.out_name))} "
                                       "never came back")
-        entries, error = results[j]
+        entries, error, caught = results[j]
+        relay(pickle.loads(caught), seen)
         if error:
             raise pickle.loads(error)
         out += orjson.loads(entries)

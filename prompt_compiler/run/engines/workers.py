@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import WorkerError
+from .relay import catching, relay
 
 if TYPE_CHECKING:  # annotations only: --jobs 1 runs never import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -101,14 +102,17 @@ def _terminated(signum: int, frame: Any) -> None:
 
 
 def labelled(folder: str, label: str, fn: Callable[[Any], Any], arg: Any) -> Any:
-    """In a worker: ``fn(arg)``, with ``folder/.worker-<pid>`` holding ``label`` meanwhile."""
+    """In a worker: ``fn(arg)``, with ``folder/.worker-<pid>`` holding ``label`` meanwhile;
+    the value and the warnings it raised (:func:`result` raises them in the run's process)."""
     mark = os.path.join(folder, f".worker-{os.getpid()}")
     with open(mark, "w", encoding="utf-8") as fh:
         fh.write(label)
     _MARK[:] = [mark]
     _FOLDER[:] = [folder]
     try:
-        return fn(arg)
+        with catching() as caught:
+            value = fn(arg)
+        return value, caught
     finally:
         _MARK.clear()
         with contextlib.suppress(OSError):
@@ -178,8 +182,9 @@ class Watch:
 
 
 def result(fut: Future[Any], watch: Watch) -> Any:
-    """``fut``'s result, waited for in short stretches that a stop signal does not break
-    into; a dead worker is a :class:`WorkerError` naming the pair it held."""
+    """``fut``'s result (a :func:`labelled` call's value, its warnings raised here), waited
+    for in short stretches that a stop signal does not break into; a dead worker is a
+    :class:`WorkerError` naming the pair it held."""
     from concurrent.futures import wait
     from concurrent.futures.process import BrokenProcessPool
 
@@ -191,12 +196,14 @@ def result(fut: Future[Any], watch: Watch) -> Any:
         if done:
             break
     try:
-        return fut.result()
+        value, caught = fut.result()
     except BrokenProcessPool:
         # A stop signal sent to the whole process group kills the workers too: let this
         # process's own handler act first, so the run ends as stopped, not as a dead worker.
         time.sleep(0.05)
         raise watch.error() from None
+    relay(caught)
+    return value
 
 
 def stop_workers(pool: ProcessPoolExecutor, futures: Iterable[Future[Any]] = ()) -> None:
