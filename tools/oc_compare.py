@@ -382,9 +382,11 @@ def run(args: argparse.Namespace) -> Summary:
     case_files = sorted(cases_dir.glob("*.json"))
     todo = [f for f in case_files if not (golden_dir / f.name).is_file()]
     if todo:  # references already in --work (for unchanged cases) are reused
+        # run in --work: OpenCompass's inferencers make ./icl_inference_output wherever they run
         proc = subprocess.run([str(args.reference_python), str(TOOLS / "oc_reference.py"),
-                               *map(str, todo), "--out", str(golden_dir)],
-                              capture_output=True, text=True)
+                               *(str(f.resolve()) for f in todo), "--out",
+                               str(golden_dir.resolve())],
+                              capture_output=True, text=True, cwd=golden_dir.resolve().parent)
         if proc.returncode != 0:
             raise SystemExit(f"oc_reference.py failed:\n{proc.stderr[-3000:]}")
     case_files = [f for f in case_files if f.stem in origin]
