@@ -185,10 +185,11 @@ def test_a_model_without_a_tokenizer_warns(tmp_path: Path) -> None:
     assert "error:" in done.stderr and "'<|im_end|>'" in done.stderr, done.stderr
 
 
-def _wide_suite(tmp_path: Path, rows: int, columns: int, models: str) -> None:
-    """``rows`` test rows of ``columns`` values, each ``v<|eot_id|>``, in a JSON Lines file."""
+def _wide_suite(tmp_path: Path, rows: int, columns: int, models: str,
+                value: str = "v<|eot_id|>") -> None:
+    """``wide.yaml``: ``rows`` test rows of ``columns`` values ``c0``... (each ``value``) in
+    ``wide.jsonl``, all in one user turn, joined by spaces; ``models``: its models section."""
     names = [f"c{k}" for k in range(columns)]
-    value = "v<|eot_id|>"
     with (tmp_path / "wide.jsonl").open("w", encoding="utf-8") as fh:
         for i in range(rows):
             fh.write(json.dumps({**{n: value for n in names}, "a": str(i)}) + "\n")
@@ -220,8 +221,10 @@ models:
     tokenizer: {json.dumps(folders["llama3"])}
     meta_template:
       round:
-        - {{role: HUMAN, begin: "<|start_header_id|>user<|end_header_id|>\\n\\n", end: "<|eot_id|>"}}
-        - {{role: BOT, begin: "<|start_header_id|>assistant<|end_header_id|>\\n\\n", generate: true}}
+        - {{role: HUMAN, begin: "<|start_header_id|>user<|end_header_id|>\\n\\n",
+           end: "<|eot_id|>"}}
+        - {{role: BOT, begin: "<|start_header_id|>assistant<|end_header_id|>\\n\\n",
+           generate: true}}
 """)
     done = run_cli("wide.yaml", "--tokenize", "-o", "out", cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr

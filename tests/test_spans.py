@@ -93,23 +93,11 @@ def test_spans_by_hand(tmp_path: Path) -> None:
 def test_spans_of_many_rows_are_traced_to_the_last(tmp_path: Path) -> None:
     """2,200 rows of 60 values: 132,000 traced values, past the 131,072 the trace could once
     number (spans were null from row 2,184 on). The last row's spans name its own values."""
+    from test_data_special_tokens import _wide_suite
+
     names = [f"c{k}" for k in range(60)]
-    with (tmp_path / "wide.jsonl").open("w") as fh:
-        for i in range(2200):
-            fh.write(json.dumps({**{n: "v" for n in names}, "a": "x"}) + "\n")
-    template = " ".join("{" + n + "}" for n in names)
-    (tmp_path / "wide.yaml").write_text(f"""\
-datasets:
-  - abbr: wide
-    path: wide.jsonl
-    reader_cfg: {{input_columns: {json.dumps(names)}, output_column: a}}
-    infer_cfg:
-      prompt_template: {{type: PromptTemplate, template: {json.dumps(template)}}}
-      retriever: {{type: ZeroRetriever}}
-      inferencer: {{type: GenInferencer}}
-models:
-  - {{abbr: m, type: HuggingFaceCausalLM, path: m}}
-""")
+    _wide_suite(tmp_path, 2200, 60, "models:\n  - {abbr: m, type: HuggingFaceCausalLM, path: m}\n",
+                value="v")
     proc = subprocess.run([sys.executable, "-m", "prompt_compiler", "wide.yaml", "-o", "out",
                            "--spans"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
