@@ -137,12 +137,41 @@ def test_sliding_window_k1():
 def test_sliding_window_formula(n, k, n_test):
     # ids outside the pool are refused when the example is built (see the next test)
     got = SlidingWindowRetriever(k=k).retrieve(rows(n), rows(n_test), READER, COMPAT)
+    assert len(got) == n_test
     for i, ids in enumerate(got):
+        if i < k and n - (k - i) < -n:  # its first id is out of any wrap: it alone
+            assert ids == [n - (k - i)]
+            continue
         if i < k:
             assert ids == list(range(n - (k - i), n)) + list(range(i))
         else:
             assert ids == list(range(i - k, i))
         assert len(ids) == k
+
+
+def test_sliding_window_of_a_huge_k_fails_on_its_first_id_without_making_them_all() -> None:
+    """k = 2**31 - 1 over 3 training rows: OpenCompass's list of k ids per row fails on its
+    first id when the example is built; the retriever gives that id alone (it made every id
+    of every row, and ran out of memory)."""
+    import prompt_compiler as pc
+
+    k = 2**31 - 1
+    got = SlidingWindowRetriever(k=k).retrieve(rows(3), rows(2), READER, COMPAT)
+    assert [got[0], got[1], got[-1]] == [[3 - k], [4 - k], [4 - k]]
+    dataset = {"abbr": "sw", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
+               "infer_cfg": {
+                   "ice_template": {"type": "PromptTemplate", "template": "{q}={a}\n"},
+                   "prompt_template": {"type": "PromptTemplate", "template": "</E>{q}=",
+                                       "ice_token": "</E>"},
+                   "retriever": {"type": "SlidingWindowRetriever", "k": k},
+                   "inferencer": {"type": "GenInferencer"}},
+               "splits": {"train": [{"q": f"t{i}", "a": "A"} for i in range(3)],
+                          "test": [{"q": "s0", "a": "B"}]}}
+    for mode in ("opencompass", "default"):
+        with pytest.raises(RetrievalError) as info:
+            pc.Compiler(mode=mode).compile(dataset, {"abbr": "m"})
+        assert info.value.reference == (
+            "IndexError", "Invalid key: -2147483644 is out of bounds for size 3")
 
 
 def test_sliding_window_ids_outside_the_pool_are_a_retrieval_error() -> None:

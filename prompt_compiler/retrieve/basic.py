@@ -270,17 +270,42 @@ class SlidingWindowRetriever:
     ice_num: int = 1
 
     def retrieve(self, train: Sequence[Row], test: Sequence[Row], reader: ReaderConfig,
-                 policy: Policy) -> list[list[int]]:
+                 policy: Policy) -> Sequence[list[int]]:
         # Ids outside the pool (k past twice its size, or test rows past it) are OpenCompass's
         # IndexError when the example is built (assemble/base.py), not here.
-        n, k = len(train), self.k
-        out = []
-        for i in range(len(test)):
-            if i < k:
-                out.append(list(range(n - (k - i), n)) + list(range(i)))
-            else:
-                out.append(list(range(i - k, i)))
-        return out
+        return _Windows(len(train), self.k, len(test))
+
+
+class _Windows(Sequence[list[int]]):
+    """The ids of each test row for :class:`SlidingWindowRetriever`, made when a row asks:
+    ``k`` ids a row (up to 2**31 - 1) are not all held at once. A row whose first id lies
+    more than the pool's size before its start (an id no wrap reaches) gets that id alone:
+    building the example fails on it, as OpenCompass's does on the first id of the row."""
+
+    def __init__(self, n: int, k: int, rows: int) -> None:
+        self.n, self.k, self.rows = n, k, rows
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.rows))]
+        i = range(self.rows)[index]
+        n, k = self.n, self.k
+        if i >= k:
+            return list(range(i - k, i))
+        first = n - (k - i)
+        if first < -n:
+            return [first]
+        return list(range(first, n)) + list(range(i))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Windows):
+            return (self.n, self.k, self.rows) == (other.n, other.k, other.rows)
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
