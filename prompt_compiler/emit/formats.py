@@ -222,6 +222,8 @@ class LineFiles:
         self.file: Any = None
         self.name = ""
         self.lines = self.size = self.over = 0
+        self._held: list[bytes] = []  # lines not yet handed to the file, about _BLOCK bytes
+        self._held_bytes = 0
 
     @property
     def shown(self) -> str:
@@ -242,12 +244,23 @@ class LineFiles:
             self._next()
         elif not self.lines:
             self.fmt.fits(self, line, obj)  # a line over a whole file's limit
-        self.file.write(line)
+        self._held.append(line)
+        self._held_bytes += len(line)
+        if self._held_bytes >= _BLOCK:
+            self._hand_over()
         self.lines += 1
         self.size += len(line)
         self.over += 1 if obj.get("over_limit") else 0
 
+    def _hand_over(self) -> None:
+        """The held lines to the file, as one block (a file's writes are whole blocks)."""
+        if self._held:
+            self.file.write(b"".join(self._held))
+            self._held, self._held_bytes = [], 0
+
     def _finish(self) -> None:
+        if self.file is not None:
+            self._hand_over()
         file, self.file = self.file, None
         if file is not None:
             self.done.append(Written(self.name, self.lines, file.close(), self.over))
@@ -259,9 +272,14 @@ class LineFiles:
         return self.done
 
     def abort(self) -> None:
+        self._held = []
         file, self.file = self.file, None
         if file is not None:
             file.abort()
+
+
+_BLOCK = 1 << 20
+"""Bytes of lines handed to a file at a time."""
 
 
 class ParquetFiles:
