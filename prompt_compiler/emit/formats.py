@@ -37,7 +37,8 @@ from . import requests as req
 from .parquet import ParquetSpool, shard_schema
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_LINES", "FORMATS", "OUTPUT_FORMATS", "FileSet",
-           "FormatPlan", "LineFormat", "OutputFormat", "OutputFormats", "Written",
+           "FormatPlan", "LineFormat", "OutputFile", "OutputFormat", "OutputFormats", "Sink",
+           "Written",
            "check_format", "convert_outputs", "convert_pair"]
 
 BATCH_MAX_LINES = 50_000
@@ -85,12 +86,27 @@ class Written:
     """Its records flagged ``over_limit``."""
 
 
+class OutputFile(Protocol):
+    """A file being written: whole bytes in, its sha256 out."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> str: ...
+
+    def abort(self) -> None: ...
+
+
 class Sink(Protocol):
-    """Where files go (:class:`~prompt_compiler.emit.shards.LocalSink`, an object store)."""
+    """Where a run's files go (its staging folder:
+    :class:`~prompt_compiler.emit.shards.LocalSink`; an object store prefix)."""
 
-    def create(self, rel: str) -> Any: ...
+    def create(self, rel: str) -> OutputFile:
+        """A new file at ``rel`` (a name in OUT), replacing one left by a failed attempt."""
+        ...
 
-    def shown(self, rel: str) -> str: ...
+    def shown(self, rel: str) -> str:
+        """How ``rel`` is named in messages."""
+        ...
 
 
 class FileSet(Protocol):
@@ -219,7 +235,7 @@ class LineFiles:
         self.fmt, self.sink, self.stem, self.plan = fmt, sink, stem, plan
         self.shard_rows = shard_rows
         self.done: list[Written] = []
-        self.file: Any = None
+        self.file: OutputFile | None = None
         self.name = ""
         self.lines = self.size = self.over = 0
         self._held: list[bytes] = []  # lines not yet handed to the file, about _BLOCK bytes
@@ -240,10 +256,8 @@ class LineFiles:
         line = req.request_bytes(self.fmt.line(rid, obj, self.plan))
         if self.file is None:
             self._next()
-        if self.lines and not self.fmt.fits(self, line, obj):
+        if not self.fmt.fits(self, line, obj) and self.lines:  # (a line over any file raises)
             self._next()
-        elif not self.lines:
-            self.fmt.fits(self, line, obj)  # a line over a whole file's limit
         self._held.append(line)
         self._held_bytes += len(line)
         if self._held_bytes >= _BLOCK:
@@ -254,7 +268,7 @@ class LineFiles:
 
     def _hand_over(self) -> None:
         """The held lines to the file, as one block (a file's writes are whole blocks)."""
-        if self._held:
+        if self._held and self.file is not None:
             self.file.write(b"".join(self._held))
             self._held, self._held_bytes = [], 0
 

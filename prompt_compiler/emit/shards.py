@@ -23,13 +23,13 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
 from ..errors import ConfigError, OutputError, PromptCompilerError
 from .blockfile import BlockFile
-from .formats import OUTPUT_FORMATS, FileSet, FormatPlan
+from .formats import OUTPUT_FORMATS, FileSet, FormatPlan, OutputFile, Sink
 from .names import on_disk
 from .requests import record_ids
 
@@ -175,26 +175,11 @@ def shard_tasks(rows: int, per_row: int, size: int, parts: int
 # -- where shards are written --------------------------------------------------------------
 
 
-class ShardFile(Protocol):
-    """A shard being written: whole bytes in, its sha256 out."""
-
-    def write(self, data: bytes) -> None: ...
-
-    def close(self) -> str: ...
-
-    def abort(self) -> None: ...
-
-
-class ShardSink(Protocol):
-    """Where a run's shards go (a staging folder, an object store prefix)."""
-
-    def create(self, rel: str) -> ShardFile:
-        """A new file at ``rel`` (a name in OUT), replacing one left by a failed attempt."""
-        ...
-
-    def shown(self, rel: str) -> str:
-        """How ``rel`` is named in messages."""
-        ...
+ShardFile = OutputFile
+"""A shard being written (:class:`~.formats.OutputFile`)."""
+ShardSink = Sink
+"""Where a run's shards go (:class:`~.formats.Sink`: a staging folder, an object store
+prefix)."""
 
 
 class LocalSink:
