@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -149,27 +151,33 @@ def test_sliding_window_formula(n, k, n_test):
         assert len(ids) == k
 
 
-def test_sliding_window_of_a_huge_k_fails_on_its_first_id_without_making_them_all() -> None:
-    """k = 2**31 - 1 over 3 training rows: OpenCompass's list of k ids per row fails on its
-    first id when the example is built; the retriever gives that id alone (it made every id
-    of every row, and ran out of memory)."""
+def _sliding_compile(k: int, n_train: int, n_test: int, inferencer: object,
+                     mode: str = "opencompass") -> Any:
+    """A dataset of ``n_train`` / ``n_test`` rows with SlidingWindowRetriever(k), compiled."""
     import prompt_compiler as pc
 
-    k = 2**31 - 1
-    got = SlidingWindowRetriever(k=k).retrieve(rows(3), rows(2), READER, COMPAT)
-    assert [got[0], got[1], got[-1]] == [[3 - k], [4 - k], [4 - k]]
     dataset = {"abbr": "sw", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
                "infer_cfg": {
                    "ice_template": {"type": "PromptTemplate", "template": "{q}={a}\n"},
                    "prompt_template": {"type": "PromptTemplate", "template": "</E>{q}=",
                                        "ice_token": "</E>"},
                    "retriever": {"type": "SlidingWindowRetriever", "k": k},
-                   "inferencer": {"type": "GenInferencer"}},
-               "splits": {"train": [{"q": f"t{i}", "a": "A"} for i in range(3)],
-                          "test": [{"q": "s0", "a": "B"}]}}
+                   "inferencer": inferencer},
+               "splits": {"train": [{"q": f"t{i}", "a": "A"} for i in range(n_train)],
+                          "test": [{"q": f"s{i}", "a": "B"} for i in range(n_test)]}}
+    return pc.Compiler(mode=mode).compile(dataset, {"abbr": "m"})
+
+
+def test_sliding_window_of_a_huge_k_fails_on_its_first_id_without_making_them_all() -> None:
+    """k = 2**31 - 1 over 3 training rows: OpenCompass's list of k ids per row fails on its
+    first id when the example is built; the retriever gives that id alone (it made every id
+    of every row, and ran out of memory)."""
+    k = 2**31 - 1
+    got = SlidingWindowRetriever(k=k).retrieve(rows(3), rows(2), READER, COMPAT)
+    assert [got[0], got[1], got[-1]] == [[3 - k], [4 - k], [4 - k]]
     for mode in ("opencompass", "default"):
         with pytest.raises(RetrievalError) as info:
-            pc.Compiler(mode=mode).compile(dataset, {"abbr": "m"})
+            _sliding_compile(k, 3, 1, {"type": "GenInferencer"}, mode)
         assert info.value.reference == (
             "IndexError", "Invalid key: -2147483644 is out of bounds for size 3")
 
@@ -177,21 +185,7 @@ def test_sliding_window_of_a_huge_k_fails_on_its_first_id_without_making_them_al
 def test_sliding_window_ids_outside_the_pool_are_a_retrieval_error() -> None:
     """OpenCompass's dataset refuses an example id outside the pool when the example is
     built (IndexError: 'Invalid key: -3 is out of bounds for size 2'), in row order."""
-    import prompt_compiler as pc
-
-    def compile_(k: int, n_train: int, n_test: int,
-                 inferencer: object) -> pc.CompiledDataset:
-        dataset = {"abbr": "sw", "reader_cfg": {"input_columns": ["q"], "output_column": "a"},
-                   "infer_cfg": {
-                       "ice_template": {"type": "PromptTemplate", "template": "{q}={a}\n"},
-                       "prompt_template": {"type": "PromptTemplate", "template": "</E>{q}=",
-                                           "ice_token": "</E>"},
-                       "retriever": {"type": "SlidingWindowRetriever", "k": k},
-                       "inferencer": inferencer},
-                   "splits": {"train": [{"q": f"t{i}", "a": "A"} for i in range(n_train)],
-                              "test": [{"q": f"s{i}", "a": "B"} for i in range(n_test)]}}
-        return pc.Compiler(mode="opencompass").compile(dataset, {"abbr": "m"})
-
+    compile_ = _sliding_compile
     gen = {"type": "GenInferencer"}
     ppl = {"type": "PPLInferencer", "labels": ["A", "B"]}
     for k, n, n_test, inferencer, bad in ((5, 2, 1, gen, -3), (3, 1, 1, ppl, -2),
